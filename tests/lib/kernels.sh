@@ -1,0 +1,61 @@
+# shellcheck shell=bash
+# The kernel matrix of DESIGN §5, by id. Each id maps to a Debian suite; the
+# ABI (`uname -r` without "-amd64") is resolved from that suite's
+# linux-headers-amd64 metapackage, so a new point release is picked up by
+# itself.
+#
+#   . tests/lib/kernels.sh
+#   sqcq_kernel_ids                 # all ids, oldest first
+#   sqcq_kernel_suite <id>          # Debian suite
+#   sqcq_kernel_abi <id>            # e.g. 6.1.0-57 (needs the private apt lists)
+#   sqcq_kernel_needs_chroot <id>   # 0 when its kbuild cannot run on bookworm
+
+_sqcq_here=$(dirname "${BASH_SOURCE[0]}")
+# shellcheck source=tests/lib/apt.sh
+. "$_sqcq_here/apt.sh"
+
+# id           suite               chroot
+SQCQ_KERNELS="
+5.10         bullseye            -
+6.1          bookworm-security   -
+6.12-bpo     bookworm-backports  -
+6.12         trixie              trixie
+7.2          sid                 sid
+"
+# Kernels the VM tests boot by default: the oldest fully supported one and the
+# newest.
+SQCQ_VM_KERNELS="6.1 7.2"
+
+sqcq_kernel_ids() { echo "$SQCQ_KERNELS" | awk 'NF { print $1 }'; }
+
+sqcq_kernel_field() {
+	echo "$SQCQ_KERNELS" | awk -v id="$1" -v f="$2" '$1 == id { print $f }'
+}
+
+sqcq_kernel_suite() { sqcq_kernel_field "$1" 2; }
+
+sqcq_kernel_chroot() {
+	local c
+	c=$(sqcq_kernel_field "$1" 3)
+	[ "$c" = "-" ] || echo "$c"
+}
+
+sqcq_kernel_needs_chroot() { [ -n "$(sqcq_kernel_chroot "$1")" ]; }
+
+# Resolve an id (or an ABI given directly) to the ABI string.
+sqcq_kernel_abi() {
+	local id="$1" suite ver dep
+	suite=$(sqcq_kernel_suite "$id")
+	if [ -z "$suite" ]; then
+		echo "$id" # already an ABI
+		return 0
+	fi
+	sqcq_apt_update_cached || return 1
+	ver=$(sqcq_apt_candidate "$suite" linux-headers-amd64)
+	[ -n "$ver" ] || return 1
+	dep=$(sqcq_apt show "linux-headers-amd64=$ver" 2>/dev/null |
+		sed -n 's/^Depends: *//p' | head -n 1 | tr ',' '\n' |
+		sed -n 's/^ *linux-headers-\(.*\)-amd64.*/\1/p' | head -n 1)
+	[ -n "$dep" ] || return 1
+	echo "$dep"
+}
