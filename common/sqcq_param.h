@@ -1,0 +1,158 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * Module parameters both modules share: the poll CPU list and the poller
+ * idle timeout.  Included once by each module; every module gets its own
+ * copy of the state below.
+ *
+ * Writes arrive through sysfs (or the module command line) with the module's
+ * parameter lock held, so setters never race each other.  Pollers read the
+ * values through the snapshot helpers, which take sqcq_param_lock, and look
+ * at sqcq_param_gen to notice a change at their next idle/wake cycle.
+ */
+#ifndef SQCQ_PARAM_H
+#define SQCQ_PARAM_H
+
+#include <linux/atomic.h>
+#include <linux/cpumask.h>
+#include <linux/kernel.h>
+#include <linux/moduleparam.h>
+#include <linux/seq_file.h>
+#include <linux/spinlock.h>
+#include <linux/string.h>
+
+/* Longest cpulist string accepted, and the idle timeout's range. */
+#define SQCQ_POLL_CPU_MAXLEN		256
+#define SQCQ_POLL_IDLE_US_DEFAULT	1000
+#define SQCQ_POLL_IDLE_US_MAX		1000000
+
+/* Protects sqcq_poll_cpu_str and sqcq_poll_cpu_mask as a pair. */
+static DEFINE_SPINLOCK(sqcq_param_lock);
+static char sqcq_poll_cpu_str[SQCQ_POLL_CPU_MAXLEN];
+static struct cpumask sqcq_poll_cpu_mask;	/* empty: unbound */
+static unsigned int sqcq_poll_idle_us = SQCQ_POLL_IDLE_US_DEFAULT;
+/* Bumped on every accepted write of a poll parameter. */
+static atomic_t sqcq_param_gen = ATOMIC_INIT(0);
+
+/*
+ * Parse a cpulist (as in "0-3,8") into @mask.  Empty or blank means
+ * unbound.  Every CPU named must exist and be online.
+ */
+static int sqcq_parse_poll_cpu(const char *val, char *clean, size_t len,
+			       struct cpumask *mask)
+{
+	unsigned int cpu;
+	int ret;
+
+	if (strlen(val) >= len) {
+		pr_err("poll_cpu: list longer than %zu characters\n", len - 1);
+		return -EINVAL;
+	}
+	strscpy(clean, skip_spaces(val), len);
+	strim(clean);
+
+	cpumask_clear(mask);
+	if (!clean[0])
+		return 0;
+	ret = cpulist_parse(clean, mask);
+	if (ret) {
+		pr_err("poll_cpu: \"%s\" is not a valid CPU list (%d)\n",
+		       clean, ret);
+		return -EINVAL;
+	}
+	for_each_cpu(cpu, mask) {
+		if (!cpu_online(cpu)) {
+			pr_err("poll_cpu: CPU %u in \"%s\" is offline\n",
+			       cpu, clean);
+			return -EINVAL;
+		}
+	}
+	return 0;
+}
+
+static int sqcq_poll_cpu_set(const char *val, const struct kernel_param *kp)
+{
+	char clean[SQCQ_POLL_CPU_MAXLEN];
+	struct cpumask mask;
+	int ret;
+
+	ret = sqcq_parse_poll_cpu(val, clean, sizeof(clean), &mask);
+	if (ret)
+		return ret;
+	spin_lock(&sqcq_param_lock);
+	strscpy(sqcq_poll_cpu_str, clean, sizeof(sqcq_poll_cpu_str));
+	cpumask_copy(&sqcq_poll_cpu_mask, &mask);
+	spin_unlock(&sqcq_param_lock);
+	atomic_inc(&sqcq_param_gen);
+	return 0;
+}
+
+static int sqcq_poll_cpu_get(char *buf, const struct kernel_param *kp)
+{
+	int n;
+
+	spin_lock(&sqcq_param_lock);
+	n = scnprintf(buf, PAGE_SIZE, "%s\n", sqcq_poll_cpu_str);
+	spin_unlock(&sqcq_param_lock);
+	return n;
+}
+
+static const struct kernel_param_ops sqcq_poll_cpu_ops = {
+	.set = sqcq_poll_cpu_set,
+	.get = sqcq_poll_cpu_get,
+};
+
+static int sqcq_poll_idle_set(const char *val, const struct kernel_param *kp)
+{
+	char shown[24];
+	unsigned int v;
+
+	if (kstrtouint(val, 0, &v) || v > SQCQ_POLL_IDLE_US_MAX) {
+		strscpy(shown, val, sizeof(shown));
+		pr_err("poll_idle_us: \"%s\" is not an integer 0..%u\n",
+		       strim(shown), SQCQ_POLL_IDLE_US_MAX);
+		return -EINVAL;
+	}
+	WRITE_ONCE(sqcq_poll_idle_us, v);
+	atomic_inc(&sqcq_param_gen);
+	return 0;
+}
+
+static int sqcq_poll_idle_get(char *buf, const struct kernel_param *kp)
+{
+	return scnprintf(buf, PAGE_SIZE, "%u\n", READ_ONCE(sqcq_poll_idle_us));
+}
+
+static const struct kernel_param_ops sqcq_poll_idle_ops = {
+	.set = sqcq_poll_idle_set,
+	.get = sqcq_poll_idle_get,
+};
+
+/* Copy the poll CPU mask; returns false when pollers are unbound. */
+static inline bool sqcq_poll_cpus(struct cpumask *out)
+{
+	spin_lock(&sqcq_param_lock);
+	cpumask_copy(out, &sqcq_poll_cpu_mask);
+	spin_unlock(&sqcq_param_lock);
+	return !cpumask_empty(out);
+}
+
+static inline unsigned int sqcq_poll_idle(void)
+{
+	return READ_ONCE(sqcq_poll_idle_us);
+}
+
+/* The effective poll settings, for the debugfs "params" file. */
+static inline void sqcq_show_poll_params(struct seq_file *m)
+{
+	struct cpumask mask;
+
+	if (sqcq_poll_cpus(&mask))
+		seq_printf(m, "poll_cpu_effective: %*pbl\n",
+			   cpumask_pr_args(&mask));
+	else
+		seq_puts(m, "poll_cpu_effective: unbound\n");
+	seq_printf(m, "poll_idle_us_effective: %u\n", sqcq_poll_idle());
+	seq_printf(m, "param_generation: %d\n", atomic_read(&sqcq_param_gen));
+}
+
+#endif /* SQCQ_PARAM_H */

@@ -1,0 +1,260 @@
+# shellcheck shell=bash
+# Shared helpers of the VM test rig (tests/vm/*.sh). Sourced, not run.
+#
+#   sqcq_vm_install_deps          install qemu, busybox-static, ... (host only)
+#   sqcq_vm_fetch_kernel ID|ABI   cached kernel under $SQCQ_CACHE/kimage/<abi>
+#   sqcq_vm_initramfs KDIR        cached busybox initramfs for that kernel
+#   sqcq_vm_log_problems FILE     kernel-log problems found in FILE, one a line
+#   sqcq_vm_taint_problems N      taint bits other than O and E, as text
+
+_sqcq_vm_here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+SQCQ_REPO=$(cd "$_sqcq_vm_here/../.." && pwd)
+# shellcheck source=tests/lib/kernels.sh
+. "$SQCQ_REPO/tests/lib/kernels.sh"
+
+sqcq_die() {
+	echo "${0##*/}: $*" >&2
+	exit 2
+}
+
+sqcq_log() { echo "${0##*/}: $*" >&2; }
+
+# Inside a test VM the root is a read-only 9p share: nothing can be installed
+# and the cache is read-only.
+sqcq_in_vm() { [ "${SQCQ_IN_VM:-0}" = 1 ]; }
+
+# Host tools the rig needs, as "command:package" pairs.
+SQCQ_VM_DEPS="qemu-system-x86_64:qemu-system-x86 cpio:cpio xz:xz-utils
+zstd:zstd depmod:kmod lz4:lz4 gzip:gzip timeout:coreutils"
+
+# Install what is missing (idempotent, non-interactive). busybox-static is
+# checked by package: a dynamic busybox would not run in the initramfs.
+sqcq_vm_install_deps() {
+	local pair cmd pkg missing=()
+	for pair in $SQCQ_VM_DEPS; do
+		cmd=${pair%%:*} pkg=${pair#*:}
+		command -v "$cmd" >/dev/null 2>&1 || missing+=("$pkg")
+	done
+	dpkg-query -W -f='${Status}\n' busybox-static 2>/dev/null |
+		grep -q 'install ok installed' || missing+=(busybox-static)
+	[ ${#missing[@]} -eq 0 ] && return 0
+	sqcq_in_vm && sqcq_die "missing inside the VM: ${missing[*]}"
+	sqcq_log "installing ${missing[*]}"
+	export DEBIAN_FRONTEND=noninteractive
+	local opts=(-y -q -o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold
+		--no-install-recommends)
+	apt-get install "${opts[@]}" "${missing[@]}" </dev/null >/dev/null ||
+		{ apt-get update -q </dev/null >/dev/null &&
+			apt-get install "${opts[@]}" "${missing[@]}" </dev/null >/dev/null; } ||
+		sqcq_die "apt-get install ${missing[*]} failed"
+}
+
+# The cache directory of a kernel ABI.
+sqcq_vm_kdir() { echo "$SQCQ_CACHE/kimage/$1"; }
+
+# sqcq_vm_resolve_abi ID|ABI: an id of tests/lib/kernels.sh or an ABI. Inside
+# the VM (no apt lists needed) an ABI whose kernel is cached is taken as is.
+sqcq_vm_resolve_abi() {
+	local want="$1"
+	if [ -f "$(sqcq_vm_kdir "$want")/kver" ]; then
+		echo "$want"
+		return 0
+	fi
+	sqcq_in_vm && sqcq_die "kernel $want is not in the cache ($SQCQ_CACHE)"
+	sqcq_kernel_abi "$want" || sqcq_die "cannot resolve kernel '$want' (apt lists?)"
+}
+
+# sqcq_vm_extract_vmlinux VMLINUZ OUT: find the compressed payload inside a
+# bzImage (like the kernel's scripts/extract-vmlinux) and decompress it to an
+# ELF. Returns non-zero if no known compression yields an ELF.
+sqcq_vm_extract_vmlinux() {
+	local in="$1" out="$2" sig tool off
+	# signature (as a grep -P pattern)      decompressor
+	local table='\x28\xb5\x2f\xfd zstd
+\xfd\x37\x7a\x58\x5a\x00 xz
+\x1f\x8b\x08 gzip
+\x02\x21\x4c\x18 lz4'
+	while read -r sig tool; do
+		for off in $(LC_ALL=C grep -obUaP "$sig" "$in" 2>/dev/null | cut -d: -f1); do
+			tail -c +"$((off + 1))" "$in" | "$tool" -dc 2>/dev/null >"$out" || true
+			if [ "$(head -c 4 "$out" | od -An -tx1 | tr -d ' ')" = 7f454c46 ]; then
+				return 0
+			fi
+		done
+	done <<<"$table"
+	rm -f "$out"
+	return 1
+}
+
+# sqcq_vm_fetch_kernel ID|ABI: make sure $SQCQ_CACHE/kimage/<abi> holds a
+# complete kernel (see fetch-kernel.sh) and print its directory.
+sqcq_vm_fetch_kernel() {
+	local abi kdir tmp kver pkgs p deb m
+	abi=$(sqcq_vm_resolve_abi "$1")
+	kdir=$(sqcq_vm_kdir "$abi")
+	if [ -f "$kdir/kver" ]; then
+		echo "$kdir"
+		return 0
+	fi
+	sqcq_in_vm && sqcq_die "kernel $abi is not in the cache"
+	sqcq_vm_install_deps
+	sqcq_apt_update_cached || sqcq_die "apt update failed"
+	# bookworm and older: one linux-image-*-unsigned package. sid (7.x):
+	# split into linux-base (config, modules.*), linux-binary-unsigned
+	# (vmlinuz) and linux-modules. The unsigned image avoids shim/sbsign
+	# specifics; the kernel and modules are otherwise the same.
+	if sqcq_apt show "linux-image-$abi-amd64-unsigned" >/dev/null 2>&1 &&
+		! sqcq_apt show "linux-binary-unsigned-$abi-amd64" >/dev/null 2>&1; then
+		pkgs=("linux-image-$abi-amd64-unsigned")
+	else
+		pkgs=("linux-base-$abi-amd64" "linux-binary-unsigned-$abi-amd64"
+			"linux-modules-$abi-amd64")
+	fi
+	mkdir -p "$SQCQ_CACHE/kimage"
+	tmp=$(mktemp -d "$SQCQ_CACHE/kimage/.tmp.$abi.XXXXXX")
+	# shellcheck disable=SC2064 # expand now: tmp is local
+	trap "rm -rf '$tmp'" EXIT
+	sqcq_log "downloading ${pkgs[*]}"
+	mkdir -p "$tmp/debs"
+	# apt warns that root downloads unsandboxed into a root-owned dir: noise.
+	(cd "$tmp/debs" && sqcq_apt download -q "${pkgs[@]}" 2>&1) |
+		{ grep -v 'unsandboxed as root' >&2 || true; }
+	for p in "${pkgs[@]}"; do
+		deb=$(ls "$tmp/debs/${p}_"*.deb 2>/dev/null | head -n 1)
+		[ -n "$deb" ] || sqcq_die "download of $p failed"
+		dpkg-deb -x "$deb" "$tmp/root"
+	done
+	rm -rf "$tmp/debs"
+	# Modules live in /lib/modules (bookworm) or /usr/lib/modules (sid).
+	for m in "$tmp"/root/lib/modules/* "$tmp"/root/usr/lib/modules/*; do
+		[ -d "$m/kernel" ] && kver=${m##*/}
+	done
+	[ -n "${kver:-}" ] || sqcq_die "no modules tree in ${pkgs[*]}"
+	mkdir -p "$tmp/lib/modules"
+	if [ -d "$tmp/root/usr/lib/modules/$kver" ]; then
+		mv "$tmp/root/usr/lib/modules/$kver" "$tmp/lib/modules/"
+	else
+		mv "$tmp/root/lib/modules/$kver" "$tmp/lib/modules/"
+	fi
+	m="$tmp/lib/modules/$kver"
+	if [ -f "$tmp/root/boot/vmlinuz-$kver" ]; then
+		mv "$tmp/root/boot/vmlinuz-$kver" "$tmp/vmlinuz"
+		mv "$tmp/root/boot/config-$kver" "$tmp/config"
+	else
+		mv "$m/vmlinuz.unsigned" "$tmp/vmlinuz" 2>/dev/null ||
+			mv "$m/vmlinuz" "$tmp/vmlinuz"
+		cp "$m/config" "$tmp/config"
+	fi
+	rm -rf "$tmp/root"
+	# Debian generates modules.dep in postinst; do it here (kmod reads .ko.xz).
+	depmod -b "$tmp" "$kver"
+	sqcq_vm_extract_vmlinux "$tmp/vmlinuz" "$tmp/vmlinux" ||
+		sqcq_log "warning: could not extract vmlinux from $abi's vmlinuz (will boot vmlinuz)"
+	echo "$kver" >"$tmp/kver"
+	rm -rf "$kdir"
+	mv "$tmp" "$kdir"
+	trap - EXIT
+	echo "$kdir"
+}
+
+# sqcq_vm_module_closure KDIR KVER NAME...: the module files (relative to the
+# modules tree) needed to load NAMEs, dependencies first. Built-in modules
+# yield nothing.
+sqcq_vm_module_closure() {
+	local kdir="$1" kver="$2"
+	shift 2
+	awk -v want="$*" '
+		function base(p,   b) { b = p; sub(/.*\//, "", b); sub(/\.ko.*$/, "", b);
+			gsub(/-/, "_", b); return b }
+		function visit(p,   n, i, d) {
+			if (p in seen) return
+			seen[p] = 1
+			n = split(deps[p], d, " ")
+			for (i = n; i >= 1; i--) visit(d[i])
+			print p
+		}
+		{ p = $1; sub(/:$/, "", p); deps[p] = ""; for (i = 2; i <= NF; i++) deps[p] = deps[p] " " $i
+		  path[base(p)] = p }
+		END { n = split(want, w, " "); for (i = 1; i <= n; i++) {
+			m = w[i]; gsub(/-/, "_", m); if (m in path) visit(path[m]) } }
+	' "$kdir/lib/modules/$kver/modules.dep"
+}
+
+# Modules the initramfs loads to mount the root over virtio-9p (whatever of
+# them is built in is skipped).
+SQCQ_VM_INITRD_MODULES="virtio_pci 9pnet_virtio 9p"
+
+# sqcq_vm_initramfs KDIR: print the path of the cached initramfs for that
+# kernel, building it if its inputs (busybox, the init scripts, the module
+# files) changed. Uncompressed newc cpio: nothing to decompress under TCG.
+sqcq_vm_initramfs() {
+	local kdir="$1" kver bb mods m key out tmp i=0 f
+	kver=$(cat "$kdir/kver")
+	bb=/bin/busybox
+	mapfile -t mods < <(sqcq_vm_module_closure "$kdir" "$kver" $SQCQ_VM_INITRD_MODULES)
+	key=$( {
+		echo "$kver"
+		sha256sum "$bb" "$_sqcq_vm_here/initramfs-init.sh" "$_sqcq_vm_here/guest-stage2.sh"
+		for m in "${mods[@]}"; do sha256sum "$kdir/lib/modules/$kver/$m"; done
+	} | sed "s|$kdir||" | sha256sum | cut -c1-16)
+	out="$SQCQ_CACHE/initramfs/$kver-$key.cpio"
+	if [ -f "$out" ]; then
+		echo "$out"
+		return 0
+	fi
+	if sqcq_in_vm; then
+		# Read-only cache in the VM: build a private copy in /tmp.
+		out="/tmp/sqcq-initramfs-$kver-$key.cpio"
+		[ -f "$out" ] && { echo "$out"; return 0; }
+	fi
+	file "$bb" 2>/dev/null | grep -q 'dynamically linked' &&
+		sqcq_die "$bb is dynamically linked (install busybox-static)"
+	mkdir -p "$(dirname "$out")"
+	tmp=$(mktemp -d "$(dirname "$out")/.tmp.XXXXXX")
+	mkdir -p "$tmp"/{bin,dev,proc,sys,newroot,lib/sqcq-modules}
+	cp "$bb" "$tmp/bin/busybox"
+	cp "$_sqcq_vm_here/initramfs-init.sh" "$tmp/init"
+	cp "$_sqcq_vm_here/guest-stage2.sh" "$tmp/stage2.sh"
+	chmod 755 "$tmp/init" "$tmp/stage2.sh"
+	# Busybox insmod cannot read compressed modules: store them plain, in
+	# load order.
+	for m in "${mods[@]}"; do
+		f="$tmp/lib/sqcq-modules/$(printf %02d "$i")-${m##*/}"
+		f=${f%.xz}
+		f=${f%.zst}
+		case "$m" in
+		*.xz) xz -dc "$kdir/lib/modules/$kver/$m" >"$f" ;;
+		*.zst) zstd -qdc "$kdir/lib/modules/$kver/$m" >"$f" ;;
+		*) cp "$kdir/lib/modules/$kver/$m" "$f" ;;
+		esac
+		i=$((i + 1))
+	done
+	(cd "$tmp" && find . -mindepth 1 | LC_ALL=C sort |
+		cpio -o -H newc -R 0:0 --quiet >"$out.part")
+	mv "$out.part" "$out"
+	rm -rf "$tmp"
+	echo "$out"
+}
+
+# Kernel-log lines that make a run dirty (extended regexp).
+SQCQ_VM_LOG_BAD='WARNING:|BUG:|Oops|general protection fault|Kernel panic|kernel BUG|soft lockup|hard LOCKUP|hung_task|blocked for more than [0-9]+ seconds|rcu_(sched|preempt|bh)? ?(self-)?detected (stall|stalls)|rcu: INFO:|detected stalls on CPUs|Call Trace:|UBSAN:|KASAN:|list_(add|del) corruption|refcount_t:|BUG kmalloc|unreferenced object'
+
+# sqcq_vm_log_problems FILE: print the offending lines of a kernel log (empty
+# output = clean). Lines that only echo a test's own log marker are kept:
+# a test must not print these words into the kernel log unless it means it.
+sqcq_vm_log_problems() {
+	grep -aE "$SQCQ_VM_LOG_BAD" "$1" 2>/dev/null | head -n 20 || true
+}
+
+# sqcq_vm_taint_problems TAINT: describe taint bits other than O (12,
+# out-of-tree) and E (13, unsigned module); empty when fine.
+sqcq_vm_taint_problems() {
+	local t="$1" letters="PFSRMBUDAWCIOELKXTNJ" bad="" i
+	[[ "$t" =~ ^[0-9]+$ ]] || { echo "unreadable taint '$t'"; return 0; }
+	for ((i = 0; i < ${#letters}; i++)); do
+		((i == 12 || i == 13)) && continue
+		((t >> i & 1)) && bad+="${letters:i:1}"
+	done
+	((t >> ${#letters})) && bad+="+unknown"
+	[ -z "$bad" ] || echo "tainted $t ($bad)"
+}
