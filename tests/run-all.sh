@@ -1,0 +1,86 @@
+#!/bin/bash
+# The whole test suite (`make check`): every stage prints one line per test,
+# "PASS: ..." or "FAIL: ...", and this script counts them and ends with
+# "N passed, N failed".  Exit status is non-zero when anything failed.
+#
+#   tests/run-all.sh                 all stages
+#   tests/run-all.sh unit model      only those stages
+#
+# Stages: unit model matrix vm pkg.  Each installs what it needs.  Downloads
+# are cached under $SQCQ_CACHE (default /var/cache/virtio-sqcq).
+set -u
+cd "$(dirname "$0")/.." || exit 1
+ROOT=$(pwd)
+export SQCQ_CACHE=${SQCQ_CACHE:-/var/cache/virtio-sqcq}
+. tests/lib/kernels.sh
+
+ALL_STAGES="unit model matrix vm pkg"
+STAGES=${*:-$ALL_STAGES}
+LOGDIR=$ROOT/out/logs
+mkdir -p "$LOGDIR"
+SUMMARY=$LOGDIR/summary.txt
+: >"$SUMMARY"
+passed=0
+failed=0
+
+# run_stage NAME CMD...: run CMD, stream its output, count its result lines.
+# A stage that fails without printing a FAIL line counts as one failure.
+run_stage() {
+	local name=$1 start rc p f out
+	shift
+	out=$LOGDIR/stage-$name.log
+	start=$(date +%s)
+	echo "=== stage $name: $*"
+	"$@" 2>&1 | tee "$out"
+	rc=${PIPESTATUS[0]}
+	p=$(grep -c '^PASS: ' "$out")
+	f=$(grep -c '^FAIL: ' "$out")
+	if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
+		echo "FAIL: stage $name exited with status $rc"
+		f=1
+	fi
+	if [ "$p" -eq 0 ] && [ "$f" -eq 0 ]; then
+		echo "FAIL: stage $name ran no test"
+		f=1
+	fi
+	passed=$((passed + p))
+	failed=$((failed + f))
+	grep -E '^(PASS|FAIL): ' "$out" >>"$SUMMARY"
+	echo "=== stage $name: $p passed, $f failed, $(($(date +%s) - start))s"
+}
+
+# The VM smoke tests need the ioctl probe and the modules the matrix built.
+vm_stage() {
+	local id abi rc=0
+	mkdir -p out/tools
+	gcc -O2 -Wall -Wextra -Werror -o out/tools/ioctl-probe \
+		tests/smoke/ioctl-probe.c || return 1
+	for id in $SQCQ_VM_KERNELS; do
+		abi=$(sqcq_kernel_abi "$id") || { echo "FAIL: vm $id: cannot resolve ABI"; rc=1; continue; }
+		if [ ! -f "out/$abi/host/vhost_scsi_sqcq.ko" ]; then
+			echo "FAIL: vm $id: out/$abi has no modules (matrix stage)"
+			rc=1
+			continue
+		fi
+		tests/vm/run.sh --kernel "$id" --smp 2 --timeout 600 -- \
+			tests/smoke/params.sh "$ROOT/out/$abi" \
+			"$ROOT/out/tools/ioctl-probe" || rc=1
+	done
+	tests/vm/selftest.sh || rc=1
+	return $rc
+}
+
+total_start=$(date +%s)
+for stage in $STAGES; do
+	case $stage in
+	unit) run_stage unit tests/unit/run.sh ;;
+	model) run_stage model tests/model/run.sh ;;
+	matrix) run_stage matrix tests/matrix.sh ;;
+	vm) run_stage vm vm_stage ;;
+	pkg) run_stage pkg tests/pkg/run.sh ;;
+	*) echo "FAIL: unknown stage $stage"; failed=$((failed + 1)) ;;
+	esac
+done
+echo "=== total $(($(date +%s) - total_start))s; logs in $LOGDIR"
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]

@@ -1,0 +1,139 @@
+#!/bin/bash
+# VM smoke test of both modules (runs INSIDE the test VM, as root):
+# load, parameters with their defaults, runtime writes that take effect
+# (seen in debugfs), rejected bad values (load time and runtime), the host
+# device node, unload.  Prints one PASS:/FAIL: line per check.
+#
+# Usage: params.sh KO_DIR PROBE
+#   KO_DIR: holds host/vhost_scsi_sqcq.ko and guest/virtio_scsi_sqcq.ko
+#   PROBE:  the ioctl-probe binary (tests/smoke/ioctl-probe.c)
+set -u
+KO=${1:?KO_DIR}
+PROBE=${2:?PROBE}
+HOST=vhost_scsi_sqcq
+GUEST=virtio_scsi_sqcq
+fails=0
+
+pass() { echo "PASS: smoke $*"; }
+fail() { echo "FAIL: smoke $*"; fails=$((fails + 1)); }
+# check NAME CMD...: PASS when CMD succeeds.
+check() {
+	local name=$1
+	shift
+	if "$@"; then pass "$name"; else fail "$name"; fi
+}
+param() { cat "/sys/module/$1/parameters/$2" 2>/dev/null; }
+# set_param MOD NAME VALUE: returns the write's status.
+set_param() { printf '%s' "$3" 2>/dev/null >"/sys/module/$1/parameters/$2"; }
+loaded() { [ -d "/sys/module/$1" ]; }
+dbg() { cat "/sys/kernel/debug/$1/params" 2>/dev/null; }
+k=$(uname -r)
+
+mountpoint -q /sys/kernel/debug || mount -t debugfs none /sys/kernel/debug
+
+for mod in $HOST $GUEST; do
+	case $mod in
+	$HOST) ko=$KO/host/$HOST.ko ;;
+	*) ko=$KO/guest/$GUEST.ko ;;
+	esac
+	tag="$k $mod"
+	# A bad value at load time keeps the module out.
+	check "$tag load-rejects-bad-poll_cpu" \
+		bash -c "! insmod $ko poll_cpu=4096 2>/dev/null && [ ! -d /sys/module/$mod ]"
+	check "$tag load-rejects-bad-poll_idle_us" \
+		bash -c "! insmod $ko poll_idle_us=2000000 2>/dev/null && [ ! -d /sys/module/$mod ]"
+	# Load-time values are honoured.
+	if insmod "$ko" poll_idle_us=5 poll_cpu=0; then
+		pass "$tag insmod-with-params"
+	else
+		fail "$tag insmod-with-params"
+		continue
+	fi
+	check "$tag load-time-values" bash -c \
+		"[ \"\$(cat /sys/module/$mod/parameters/poll_idle_us)\" = 5 ] &&
+		 [ \"\$(cat /sys/module/$mod/parameters/poll_cpu)\" = 0 ]"
+	check "$tag version" [ "$(cat /sys/module/$mod/version)" = "$(cat VERSION)" ]
+	rmmod $mod
+	check "$tag rmmod" bash -c "! [ -d /sys/module/$mod ]"
+
+	# Defaults.
+	check "$tag insmod" insmod "$ko"
+	check "$tag defaults" bash -c \
+		"[ \"\$(cat /sys/module/$mod/parameters/sqcq)\" = Y ] &&
+		 [ -z \"\$(cat /sys/module/$mod/parameters/poll_cpu)\" ] &&
+		 [ \"\$(cat /sys/module/$mod/parameters/poll_idle_us)\" = 1000 ]"
+	check "$tag debugfs-defaults" bash -c \
+		"grep -qx 'poll_cpu_effective: unbound' /sys/kernel/debug/$mod/params &&
+		 grep -qx 'poll_idle_us_effective: 1000' /sys/kernel/debug/$mod/params"
+
+	# Runtime writes take effect.
+	check "$tag write-poll_idle_us" set_param $mod poll_idle_us 250
+	check "$tag effective-poll_idle_us" bash -c \
+		"[ \"\$(cat /sys/module/$mod/parameters/poll_idle_us)\" = 250 ] &&
+		 grep -qx 'poll_idle_us_effective: 250' /sys/kernel/debug/$mod/params"
+	check "$tag write-poll_cpu" set_param $mod poll_cpu "0-1"
+	check "$tag effective-poll_cpu" bash -c \
+		"[ \"\$(cat /sys/module/$mod/parameters/poll_cpu)\" = 0-1 ] &&
+		 grep -qx 'poll_cpu_effective: 0-1' /sys/kernel/debug/$mod/params"
+	check "$tag write-poll_cpu-unbind" set_param $mod poll_cpu ""
+	check "$tag effective-poll_cpu-unbind" bash -c \
+		"grep -qx 'poll_cpu_effective: unbound' /sys/kernel/debug/$mod/params"
+	check "$tag write-sqcq" set_param $mod sqcq 0
+	check "$tag effective-sqcq" bash -c \
+		"[ \"\$(cat /sys/module/$mod/parameters/sqcq)\" = N ] &&
+		 grep -qx 'sqcq: 0' /sys/kernel/debug/$mod/params"
+	set_param $mod sqcq 1
+
+	# Bad runtime writes fail and leave the value alone.
+	set_param $mod poll_idle_us 300
+	for bad in abc -1 1000001 ""; do
+		check "$tag reject-poll_idle_us=${bad:-empty}" bash -c \
+			"! printf '%s' '$bad' 2>/dev/null >/sys/module/$mod/parameters/poll_idle_us &&
+			 [ \"\$(cat /sys/module/$mod/parameters/poll_idle_us)\" = 300 ]"
+	done
+	set_param $mod poll_cpu 0
+	for bad in 4096 0-x "1,,2" "banana"; do
+		check "$tag reject-poll_cpu=$bad" bash -c \
+			"! printf '%s' '$bad' 2>/dev/null >/sys/module/$mod/parameters/poll_cpu &&
+			 [ \"\$(cat /sys/module/$mod/parameters/poll_cpu)\" = 0 ]"
+	done
+	check "$tag reject-sqcq=maybe" bash -c \
+		"! printf maybe 2>/dev/null >/sys/module/$mod/parameters/sqcq"
+	check "$tag reject-message-logged" bash -c \
+		"dmesg | grep -q '$mod: poll_cpu: \"banana\" is not a valid CPU list'"
+
+	# An offline CPU is refused with a clear message.
+	if [ -w /sys/devices/system/cpu/cpu1/online ] &&
+		echo 0 >/sys/devices/system/cpu/cpu1/online; then
+		check "$tag reject-offline-cpu" bash -c \
+			"! printf 1 2>/dev/null >/sys/module/$mod/parameters/poll_cpu &&
+			 dmesg | grep -q '$mod: poll_cpu: CPU 1 in \"1\" is offline'"
+		echo 1 >/sys/devices/system/cpu/cpu1/online
+		check "$tag accept-onlined-cpu" set_param $mod poll_cpu 1
+	else
+		fail "$tag reject-offline-cpu (cannot offline cpu1; needs -smp 2)"
+	fi
+
+	if [ $mod = $HOST ]; then
+		check "$tag devnode" [ -c /dev/vhost-scsi-sqcq ]
+		# Nothing is implemented yet: every ioctl is unknown.
+		check "$tag ioctl-get-features-enotty" \
+			[ "$("$PROBE" /dev/vhost-scsi-sqcq 0x8008af00)" = ENOTTY ]
+		check "$tag ioctl-random-enotty" \
+			[ "$("$PROBE" /dev/vhost-scsi-sqcq 0xdeadbeef)" = ENOTTY ]
+	else
+		check "$tag poll_queues-default" [ "$(param $mod poll_queues)" = 0 ]
+		check "$tag virtscsi_poll_queues-alias" bash -c \
+			"printf 2 >/sys/module/$mod/parameters/virtscsi_poll_queues &&
+			 [ \"\$(cat /sys/module/$mod/parameters/poll_queues)\" = 2 ] &&
+			 grep -qx 'poll_queues: 2' /sys/kernel/debug/$mod/params"
+		check "$tag reject-poll_queues=100000" bash -c \
+			"! printf 100000 2>/dev/null >/sys/module/$mod/parameters/poll_queues &&
+			 [ \"\$(cat /sys/module/$mod/parameters/poll_queues)\" = 2 ]"
+	fi
+
+	check "$tag rmmod-clean" rmmod $mod
+	check "$tag unloaded" bash -c "! [ -d /sys/module/$mod ] && ! [ -e /sys/kernel/debug/$mod ]"
+done
+check "$k devnode-gone" bash -c "! [ -e /dev/vhost-scsi-sqcq ]"
+exit $((fails > 0))
