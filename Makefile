@@ -7,6 +7,7 @@
 #   make check              the whole test suite (see README.md)
 #   make matrix             W=1 -Werror build against every kernel of DESIGN 5
 #   make unit | model | vmtest   one test stage
+#   make deb | rpm | dkms-install | dkms-remove   packaging (scripts/pkg.mk)
 #   make clean
 
 KDIR ?= /lib/modules/$(shell uname -r)/build
@@ -43,3 +44,5 @@ vmtest:
 
 demo:
 	./demo.sh
+
+include scripts/pkg.mk

@@ -1,0 +1,327 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only
+#
+# tests/pkg/run.sh [TEST...] - packaging tests.  One line per test,
+# "PASS: pkg <name>" or "FAIL: pkg <name>", timings at the end; exit status 1
+# if any test failed.  Installs its own tools; downloads and the bookworm
+# chroot are cached under $SQCQ_CACHE (default /var/cache/virtio-sqcq).
+#
+# Tests, in order (later ones need earlier ones):
+#   versions       VERSION == dkms.conf == debian/changelog == spec
+#   dkms-conf      dkms.conf: $kernelver only, BUILD_EXCLUSIVE_KERNEL range,
+#                  AUTOINSTALL, updates/dkms
+#   build-deb      make deb
+#   build-rpm      make rpm
+#   pkg-versions   the built .deb and .rpm carry VERSION
+#   lintian        no errors (warnings and infos are listed)
+#   rpm-sanity     rpm -qpl / -qpR / --scripts
+#   chroot-install apt install the .deb in a bookworm chroot with headers of
+#                  6.1 and bookworm-backports 6.12; dkms autoinstall -k each;
+#                  dkms status; modinfo version and parameters
+#   modprobe-conf  /etc/modprobe.d/virtio-sqcq.conf names every parameter
+#   chroot-upgrade install VERSION+test1 over it: modules rebuilt and replaced
+#   chroot-purge   apt purge leaves nothing behind
+#   vm-modprobe    modprobe the dkms-built host module in a 6.1 VM
+#                  (tests/vm/run.sh; skipped with SQCQ_PKG_VM=0)
+#
+# Environment: SQCQ_PKG_KEEP=1 keeps the chroot copy for debugging.
+set -uo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=tests/pkg/lib.sh
+. "$here/lib.sh"
+top=$PKG_REPO
+out="$top/out/pkg"
+ver=$(tr -d ' \n' <"$top/VERSION")
+ver2="$ver+test1"
+work="$SQCQ_CACHE/chroots/pkg-bookworm.run"
+log="$out/test.log"
+mkdir -p "$out"
+: >"$log"
+
+declare -A result
+timings=()
+failed=0
+
+# run_test NAME FUNC [NEEDS...]: FUNC's output goes to the log; a test whose
+# prerequisite failed fails too, saying so.
+run_test() {
+	local name=$1 fn=$2 need t0 rc
+	shift 2
+	if [ -n "${only:-}" ] && [[ " $only " != *" $name "* ]]; then
+		return 0
+	fi
+	for need in "$@"; do
+		if [ "${result[$need]:-}" != PASS ]; then
+			echo "FAIL: pkg $name (needs $need)"
+			result[$name]=FAIL
+			failed=$((failed + 1))
+			return 0
+		fi
+	done
+	t0=$(date +%s)
+	echo "--- $name" >>"$log"
+	"$fn" >>"$log" 2>&1
+	rc=$?
+	echo "[$(date +%T)] $name: exit $rc after $(($(date +%s) - t0))s" >>"$log"
+	# A test also fails when it logged a "not ok:" line.
+	sed -n "/^--- $name\$/,\$p" "$log" | grep -q '^not ok: ' && rc=1
+	timings+=("$name=$(($(date +%s) - t0))s")
+	if [ $rc -eq 0 ]; then
+		result[$name]=PASS
+		echo "PASS: pkg $name"
+	else
+		result[$name]=FAIL
+		failed=$((failed + 1))
+		echo "FAIL: pkg $name"
+		sed -n "/^--- $name\$/,\$p" "$log" | tail -n 15 | sed 's/^/  | /'
+	fi
+}
+
+# Checks log "ok: ..." / "not ok: ..."; any "not ok" fails the test.
+ok() { echo "ok: $*"; }
+bad() { echo "not ok: $*"; }
+
+deb="$out/virtio-sqcq-dkms_${ver}_all.deb"
+rpmf="$out/virtio-sqcq-dkms-$ver-1.noarch.rpm"
+
+t_versions() {
+	"$top/scripts/pkg-version.sh" show "$top"
+	"$top/scripts/pkg-version.sh" check "$top" && ok "all agree on $ver"
+}
+
+t_dkms_conf() {
+	local f="$top/dkms.conf" k re
+	(
+		# shellcheck disable=SC1090
+		. "$f"
+		[ "$PACKAGE_NAME" = virtio-sqcq ] || bad "PACKAGE_NAME=$PACKAGE_NAME"
+		[ "$AUTOINSTALL" = yes ] || bad "AUTOINSTALL=$AUTOINSTALL"
+		[ "${BUILT_MODULE_NAME[0]} ${BUILT_MODULE_NAME[1]}" = "vhost_scsi_sqcq virtio_scsi_sqcq" ] ||
+			bad "BUILT_MODULE_NAME: ${BUILT_MODULE_NAME[*]}"
+		[ "${DEST_MODULE_LOCATION[0]} ${DEST_MODULE_LOCATION[1]}" = "/updates/dkms /updates/dkms" ] ||
+			bad "DEST_MODULE_LOCATION: ${DEST_MODULE_LOCATION[*]}"
+		re=$BUILD_EXCLUSIVE_KERNEL
+		for k in 5.10.0-35-amd64 5.19.0 6.1.0-57-amd64 6.12.95+deb12-amd64 6.12.57-amd64 \
+			7.2.13-amd64 7.0.0-rc1 6.18.2-200.fc43.x86_64 5.14.0-570.el9.x86_64; do
+			[[ $k =~ $re ]] || bad "BUILD_EXCLUSIVE_KERNEL rejects $k"
+		done
+		for k in 5.4.0-216-generic 5.9.16 4.19.0-27-amd64 8.0.0 3.10.0-1160.el7.x86_64 5.1.0; do
+			[[ $k =~ $re ]] && bad "BUILD_EXCLUSIVE_KERNEL accepts $k"
+		done
+		true
+	)
+	grep -n 'uname' "$f" | grep -v '^[0-9]*:#' && bad "dkms.conf uses uname"
+	grep -q '^MAKE\[0\]=.*\${kernel_source_dir}' "$f" || bad "MAKE[0] not against \${kernel_source_dir}"
+	ok "dkms.conf checked"
+}
+
+t_build_deb() { make -C "$top" -f scripts/pkg.mk deb && [ -f "$deb" ]; }
+t_build_rpm() { make -C "$top" -f scripts/pkg.mk rpm && [ -f "$rpmf" ]; }
+
+t_pkg_versions() {
+	local d r
+	d=$(dpkg-deb -f "$deb" Version)
+	r=$(rpm -qp --qf '%{VERSION}' "$rpmf" 2>/dev/null)
+	echo "deb $d rpm $r VERSION $ver"
+	[ "$d" = "$ver" ] || bad "deb version $d"
+	[ "$r" = "$ver" ] || bad "rpm version $r"
+	local c
+	c=$(dpkg-deb -c "$deb")
+	grep -q "/usr/src/virtio-sqcq-$ver/dkms.conf" <<<"$c" || bad "deb: no /usr/src/virtio-sqcq-$ver"
+	c=$(dpkg-deb --fsys-tarfile "$deb" | tar -xO "./usr/src/virtio-sqcq-$ver/dkms.conf")
+	grep -qx "PACKAGE_VERSION=\"$ver\"" <<<"$c" || bad "deb: dkms.conf version"
+	c=$(dpkg-deb --fsys-tarfile "$deb" | tar -xO "./usr/src/virtio-sqcq-$ver/VERSION")
+	[ "$c" = "$ver" ] || bad "deb: VERSION says $c"
+	ok "package versions"
+}
+
+t_lintian() {
+	local l e w
+	# lintian refuses nothing as root but says it is not recommended; quiet that.
+	l=$(lintian --pedantic -I --no-tag-display-limit "$out"/virtio-sqcq_"$ver"_*.changes 2>&1 |
+		grep -v 'running with root privileges')
+	echo "$l"
+	e=$(grep -c '^E: ' <<<"$l")
+	w=$(grep -c '^W: ' <<<"$l")
+	echo "lintian: $e errors, $w warnings, $(grep -c '^[IPX]: ' <<<"$l") info/pedantic"
+	[ "$e" -eq 0 ]
+}
+
+t_rpm_sanity() {
+	local l R s
+	l=$(rpm -qpl "$rpmf" 2>/dev/null) R=$(rpm -qpR "$rpmf" 2>/dev/null)
+	s=$(rpm -qp --scripts "$rpmf" 2>/dev/null)
+	echo "$R"
+	[ "$(rpm -qp --qf '%{NAME} %{ARCH}' "$rpmf" 2>/dev/null)" = "virtio-sqcq-dkms noarch" ] ||
+		bad "name/arch"
+	for f in Kbuild VERSION dkms.conf scripts/detect-features.sh \
+		$(cd "$top" && ls host/*.[ch] guest/*.[ch] common/*.h 2>/dev/null); do
+		grep -qx "/usr/src/virtio-sqcq-$ver/$f" <<<"$l" || bad "missing /usr/src/virtio-sqcq-$ver/$f"
+	done
+	grep -qx /etc/modprobe.d/virtio-sqcq.conf <<<"$l" || bad "no modprobe.d file"
+	rpm -qp --configfiles "$rpmf" 2>/dev/null | grep -qx /etc/modprobe.d/virtio-sqcq.conf ||
+		bad "modprobe.d file not %config"
+	grep -qx dkms <<<"$R" || bad "no Requires: dkms"
+	grep -qx kernel-devel <<<"$R" || bad "no Requires: kernel-devel"
+	for w in "dkms add" "dkms build" "dkms install" "dkms remove"; do
+		grep -q "$w -m virtio-sqcq" <<<"$s" || bad "scriptlets lack '$w'"
+	done
+	# %preun removes only when $1 == 0, and every scriptlet parses.
+	awk '/^preuninstall scriptlet/ { p = 1; next } /scriptlet/ { p = 0 } p' <<<"$s" |
+		grep -q 'if \[ "\$1" -eq 0 \]' || bad "%preun not conditional on \$1 == 0"
+	awk '/scriptlet \(using \/bin\/sh\):$/ { n++; f = "'"$out"'/scriptlet." n; next } { print > f }' <<<"$s"
+	for f in "$out"/scriptlet.*; do sh -n "$f" || bad "syntax: $f"; done
+	rm -f "$out"/scriptlet.*
+	ok "rpm checked"
+}
+
+# ---- chroot ------------------------------------------------------------------
+abis=""
+kvers=()
+
+chroot_cleanup() {
+	[ "${SQCQ_PKG_KEEP:-0}" = 1 ] && { pkg_chroot_umount "$work"; return 0; }
+	pkg_chroot_discard "$work"
+}
+trap chroot_cleanup EXIT
+
+in_chroot() { pkg_chroot "$work" "$@"; }
+
+# modinfo FIELD of MODULE installed for KVER, via the chroot's own kmod.
+# DKMS compresses modules like the kernel does (6.12: .ko.xz).
+installed_ko() {
+	local f
+	for f in "/lib/modules/$1/updates/dkms/$2".ko{,.xz,.zst,.gz}; do
+		[ -f "$work$f" ] && { echo "$f"; return 0; }
+	done
+	echo "/lib/modules/$1/updates/dkms/$2.ko"
+	return 1
+}
+ko_field() { in_chroot modinfo -F "$3" "$(installed_ko "$1" "$2")"; }
+
+# check_installed VERSION: both modules of VERSION installed for every kernel.
+check_installed() {
+	local v=$1 k m st
+	for k in "${kvers[@]}"; do
+		in_chroot dkms autoinstall -k "$k" || bad "dkms autoinstall -k $k"
+		echo "[$(date +%T)] autoinstall -k $k done"
+		st=$(in_chroot dkms status -m virtio-sqcq -k "$k")
+		echo "$st"
+		grep -q "virtio-sqcq/$v, $k, x86_64: installed" <<<"$st" || bad "dkms status for $k: $st"
+		for m in vhost_scsi_sqcq virtio_scsi_sqcq; do
+			installed_ko "$k" $m >/dev/null || { bad "no $(installed_ko "$k" $m)"; continue; }
+			[ "$(ko_field "$k" $m version)" = "$v" ] ||
+				bad "$m for $k: modinfo version '$(ko_field "$k" $m version)' != $v"
+			[ "$(ko_field "$k" $m vermagic | cut -d' ' -f1)" = "$k" ] || bad "$m vermagic for $k"
+			ko_field "$k" $m parm | grep -q '^poll_idle_us:' || bad "$m: no poll_idle_us parameter"
+			in_chroot modinfo -k "$k" -n $m 2>/dev/null | grep -q "/updates/dkms/$m\.ko" ||
+				bad "modinfo -k $k $m does not resolve to updates/dkms (depmod)"
+		done
+	done
+}
+
+t_chroot_install() {
+	abis=$(pkg_abis) || return 1
+	local a
+	for a in $abis; do kvers+=("$a-amd64"); done
+	echo "kernels: ${kvers[*]}"
+	pkg_chroot_fresh "$work" || return 1
+	cp "$deb" "$work/tmp/"
+	echo "[$(date +%T)] chroot ready"
+	in_chroot apt-get install -y -q --no-install-recommends "/tmp/${deb##*/}" || return 1
+	echo "[$(date +%T)] installed"
+	check_installed "$ver"
+	for a in "${kvers[@]}"; do
+		in_chroot modinfo "$(installed_ko "$a" vhost_scsi_sqcq)" | grep -E '^(version|vermagic|parm):'
+	done
+	# Keep the installed tree for the VM check (the VM sees this machine's root).
+	rm -rf "$out/vm-modules"
+	for a in "${kvers[@]}"; do
+		mkdir -p "$out/vm-modules/$a"
+		cp "$work/lib/modules/$a/updates/dkms/"*.ko* "$out/vm-modules/$a/"
+	done
+	ok "installed for ${kvers[*]}"
+}
+
+t_modprobe_conf() {
+	local c="$work/etc/modprobe.d/virtio-sqcq.conf" m p k=${kvers[0]}
+	[ -f "$c" ] || bad "no /etc/modprobe.d/virtio-sqcq.conf"
+	grep -v '^#' "$c" | grep -q . && bad "uncommented lines in the example conf"
+	for m in vhost_scsi_sqcq virtio_scsi_sqcq; do
+		for p in $(ko_field "$k" $m parm | cut -d: -f1); do
+			grep -Eq "^#options $m .*\\b$p=|^# +$p |^#.*\\b$p\\b.*alias" "$c" ||
+				bad "$m parameter $p not in the example conf"
+		done
+	done
+	grep -qx '#blacklist virtio_scsi' "$c" || bad "no commented blacklist virtio_scsi"
+	in_chroot dpkg-query -W -f='${Conffiles}\n' virtio-sqcq-dkms | grep -q /etc/modprobe.d/virtio-sqcq.conf ||
+		bad "not a conffile"
+	ok "conf checked"
+}
+
+t_chroot_upgrade() {
+	local tmp st k
+	tmp=$(mktemp -d)
+	"$top/scripts/pkg-build.sh" stage "$tmp/tree" &&
+		mkdir -p "$tmp/tree/scripts" && cp "$top"/scripts/pkg-*.sh "$tmp/tree/scripts/" &&
+		echo "$ver2" >"$tmp/tree/VERSION" &&
+		SOURCE_DATE_EPOCH=$(date +%s) "$tmp/tree/scripts/pkg-version.sh" sync "$tmp/tree" &&
+		"$tmp/tree/scripts/pkg-build.sh" deb "$tmp/out" || { rm -rf "$tmp"; return 1; }
+	cp "$tmp/out/virtio-sqcq-dkms_${ver2}_all.deb" "$work/tmp/"
+	rm -rf "$tmp"
+	in_chroot apt-get install -y -q --no-install-recommends "/tmp/virtio-sqcq-dkms_${ver2}_all.deb" ||
+		return 1
+	# Debian's dkms postinst builds for the running kernel and the newest one
+	# (in a chroot: every kernel on first install of a version); autoinstall
+	# covers any other, and is a no-op where the module is installed.
+	check_installed "$ver2"
+	st=$(in_chroot dkms status -m virtio-sqcq)
+	grep -q "virtio-sqcq/$ver," <<<"$st" && bad "old version still in dkms: $st"
+	[ -e "$work/usr/src/virtio-sqcq-$ver" ] && bad "old /usr/src/virtio-sqcq-$ver left"
+	[ -e "$work/var/lib/dkms/virtio-sqcq/$ver" ] && bad "old /var/lib/dkms/virtio-sqcq/$ver left"
+	for k in "${kvers[@]}"; do
+		[ "$(find "$work/lib/modules/$k" -name 'v*_scsi_sqcq.ko*' | wc -l)" -eq 2 ] ||
+			bad "$k: not exactly 2 modules: $(find "$work/lib/modules/$k" -name '*sqcq*')"
+	done
+	ok "upgrade checked"
+}
+
+t_chroot_purge() {
+	local left
+	in_chroot apt-get purge -y -q virtio-sqcq-dkms || return 1
+	left=$(cd "$work" && ls -d lib/modules/*/updates/dkms/*sqcq* usr/src/virtio-sqcq* \
+		var/lib/dkms/virtio-sqcq etc/modprobe.d/virtio-sqcq.conf 2>/dev/null)
+	left+=$(cd "$work" && find lib/modules -name '*sqcq*' 2>/dev/null)
+	[ -z "$left" ] || bad "left after purge: $left"
+	in_chroot dkms status | grep -q virtio-sqcq && bad "dkms status still lists virtio-sqcq"
+	ok "purged"
+}
+
+t_vm_modprobe() {
+	local k=${kvers[0]}
+	[ -x "$top/tests/vm/run.sh" ] || { echo "tests/vm/run.sh missing"; return 1; }
+	"$top/tests/vm/run.sh" --kernel 6.1 --timeout 300 -- \
+		"$top/tests/pkg/vm-modprobe.sh" "$out/vm-modules/$k" "$ver"
+}
+
+only="$*"
+t00=$(date +%s)
+pkg_install_deps || { echo "FAIL: pkg deps (apt-get install failed)"; exit 1; }
+run_test versions t_versions
+run_test dkms-conf t_dkms_conf
+run_test build-deb t_build_deb
+run_test build-rpm t_build_rpm
+run_test pkg-versions t_pkg_versions build-deb build-rpm
+run_test lintian t_lintian build-deb
+run_test rpm-sanity t_rpm_sanity build-rpm
+run_test chroot-install t_chroot_install build-deb
+run_test modprobe-conf t_modprobe_conf chroot-install
+run_test chroot-upgrade t_chroot_upgrade chroot-install
+run_test chroot-purge t_chroot_purge chroot-install
+if [ "${SQCQ_PKG_VM:-1}" != 0 ]; then
+	run_test vm-modprobe t_vm_modprobe chroot-install
+fi
+sed -n '/^--- lintian$/,/^--- /p' "$log" | grep -E '^(E|W): ' | sed 's/^/lintian: /'
+echo "pkg: timings: ${timings[*]} total=$(($(date +%s) - t00))s (log: $log)"
+[ $failed -eq 0 ]
