@@ -23,16 +23,17 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <endian.h>
 #include <linux/types.h>
+#include <asm/byteorder.h>
 
+/* The uapi byte-order helpers work in any C mode (no _DEFAULT_SOURCE). */
 #ifndef le16_to_cpu
-#define le16_to_cpu(x)	le16toh(x)
-#define le32_to_cpu(x)	le32toh(x)
-#define le64_to_cpu(x)	le64toh(x)
-#define cpu_to_le16(x)	htole16(x)
-#define cpu_to_le32(x)	htole32(x)
-#define cpu_to_le64(x)	htole64(x)
+#define le16_to_cpu(x)	__le16_to_cpu(x)
+#define le32_to_cpu(x)	__le32_to_cpu(x)
+#define le64_to_cpu(x)	__le64_to_cpu(x)
+#define cpu_to_le16(x)	__cpu_to_le16(x)
+#define cpu_to_le32(x)	__cpu_to_le32(x)
+#define cpu_to_le64(x)	__cpu_to_le64(x)
 #endif
 #endif
 
@@ -201,7 +202,7 @@ struct sqcq_setup_req {
 	__le16 nqueues;		/* request queues the area describes */
 	__le64 area_gpa;	/* guest-physical address, SQCQ_AREA_ALIGN aligned */
 	__le32 area_len;	/* bytes, >= sqcq_area_bytes(nqueues) */
-	__le32 flags;		/* SQCQ_F_* wanted */
+	__le32 flags;		/* SQCQ_F_* wanted, at least one */
 	__le32 poll_idle_us;	/* the guest's setting, for the host's log */
 	__le32 reserved[9];	/* zero */
 };
@@ -259,20 +260,35 @@ SQCQ_ASSERT(SQCQ_AREA_MAX_BYTES == 135168, "max area bytes");
 
 #ifdef __KERNEL__
 /*
- * virt_mb()/virt_wmb() stay real barriers on a !SMP guest kernel: the other
- * side of the doorbell area is always another CPU (the host, or the guest).
+ * virt_*mb() stay real barriers on a !SMP guest kernel: the other side of
+ * the doorbell area is always another CPU (the host, or the guest).
  */
 #define sqcq_mb()		virt_mb()
 #define sqcq_wmb()		virt_wmb()
+#define sqcq_rmb()		virt_rmb()
 #define sqcq_load16(p)		le16_to_cpu(READ_ONCE(*(p)))
 #define sqcq_store16(p, v)	WRITE_ONCE(*(p), cpu_to_le16(v))
 #else
 #define sqcq_mb()		__atomic_thread_fence(__ATOMIC_SEQ_CST)
 #define sqcq_wmb()		__atomic_thread_fence(__ATOMIC_RELEASE)
-#define sqcq_load16(p)		le16toh(__atomic_load_n((p), __ATOMIC_RELAXED))
+#define sqcq_rmb()		__atomic_thread_fence(__ATOMIC_ACQUIRE)
+#define sqcq_load16(p)		le16_to_cpu(__atomic_load_n((p), __ATOMIC_RELAXED))
 #define sqcq_store16(p, v) \
-	__atomic_store_n((p), htole16((__u16)(v)), __ATOMIC_RELAXED)
+	__atomic_store_n((p), cpu_to_le16((__u16)(v)), __ATOMIC_RELAXED)
 #endif
+
+/*
+ * Consumer side, after it saw a doorbell index move: read barrier before it
+ * reads the ring entries that index covers.  Pairs with the sqcq_wmb() in
+ * sqcq_publish().
+ */
+static inline __u16 sqcq_consume_idx(const __le16 *idx)
+{
+	__u16 v = sqcq_load16(idx);
+
+	sqcq_rmb();
+	return v;
+}
 
 /* ------------------------------------------------------------------ */
 /* Ring index arithmetic (16-bit, wraps at 65535)                      */
@@ -332,6 +348,11 @@ static inline bool sqcq_publish(__le16 *idx, __u16 new_idx,
  * the value it has already processed up to.  Returns true when the consumer
  * may sleep (flag left set; the producer will notify), false when new work
  * arrived (flag cleared again; keep polling).
+ *
+ * The caller must already be armed for the notification before calling this
+ * (set_current_state()/prepare_to_wait() in the kernel, or a counting object
+ * such as an eventfd): a notification sent between a true return and the
+ * actual sleep must still end that sleep.
  */
 static inline bool sqcq_prepare_sleep(__le16 *own_flags, __u16 need,
 				      const __le16 *idx, __u16 seen)
@@ -399,7 +420,7 @@ sqcq_check_setup_req(const struct sqcq_setup_req *req, __u32 max_queues)
 	for (i = 0; i < sizeof(req->reserved) / sizeof(req->reserved[0]); i++)
 		if (req->reserved[i])
 			return SQCQ_S_BAD_REQUEST;
-	if (flags & ~SQCQ_F_ALL)
+	if (!flags || (flags & ~SQCQ_F_ALL))
 		return SQCQ_S_BAD_FLAGS;
 	if (nq == 0 || nq > max_queues || nq > SQCQ_MAX_QUEUES)
 		return SQCQ_S_BAD_QUEUES;

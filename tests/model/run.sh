@@ -1,0 +1,180 @@
+#!/bin/bash
+# Exhaustive check of the NEED_WAKEUP handshake model (sqcq_handshake.pml)
+# with spin, plus the mutations that must break it.
+#
+#   tests/model/run.sh
+#
+# Prints one line per check, "PASS: model <variant> (...)" or "FAIL: ...",
+# with the states explored, then "model: N passed, N failed"; exits non-zero
+# on any failure.  Installs spin and gcc itself (Debian, root) if missing.
+# Work files, pan outputs and error trails (with a readable replay,
+# trail.txt) go to $SQCQ_MODEL_OUT (default tests/model/out, ignored).
+#
+# Checks:
+#   correct                  both directions, host poller also completes
+#                            (N=3 requests, QD=2, 2-entry store buffers,
+#                            graceful stop allowed): 0 errors, full search
+#   correct_split_host       host completions from a second host CPU (N=2)
+#   correct_liveness         LTL <>(all completed), acceptance cycles, weak
+#                            fairness (N=2, QD=1)
+#   vacuity                  every interesting point is reachable in the
+#                            correct model (sleep+kick, sleep+irq, re-check
+#                            hits, stopped-mode wakeup, publishes that skip
+#                            the notification)
+#   no_producer_mb           sqcq_publish() without its sqcq_mb()     -> error
+#   no_consumer_mb           sqcq_prepare_sleep() without sqcq_mb()   -> error
+#   no_recheck               sqcq_prepare_sleep() without the re-read -> error
+#   no_stop_mb               sqcq_stop_polling() without sqcq_mb()    -> error
+#   <mutation>_{sq,cq}       the same in one direction only           -> error
+#   <mutation>.deadlock      without the lost-wakeup monitor: the system
+#                            hangs (invalid end state)                -> error
+set -u
+
+here=$(cd "$(dirname "$0")" && pwd)
+out=${SQCQ_MODEL_OUT:-$here/out}
+jobs=${SQCQ_MODEL_JOBS:-2}
+model=sqcq_handshake.pml
+
+ensure_deps() {
+	local need=()
+	command -v spin >/dev/null 2>&1 || need+=(spin)
+	command -v gcc >/dev/null 2>&1 || need+=(gcc)
+	[ -f /usr/include/stdio.h ] || need+=(libc6-dev)
+	[ ${#need[@]} -eq 0 ] && return 0
+	echo "model: installing ${need[*]}"
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get install -y -qq "${need[@]}" >/dev/null 2>&1 ||
+		{ apt-get update -qq >/dev/null 2>&1 &&
+		  apt-get install -y -qq "${need[@]}" >/dev/null 2>&1; }
+	command -v spin >/dev/null 2>&1 || { echo "FAIL: model setup (no spin)"; exit 1; }
+}
+
+ensure_deps
+mkdir -p "$out" || exit 1
+t_start=$(date +%s%N)
+
+# check NAME EXPECT "SPIN -D FLAGS" "PAN RUN FLAGS" [CC FLAGS]
+#   EXPECT: ok | lost (lost-wakeup assertion) | deadlock (invalid end state)
+#           | reach (all REACH points hit)
+# Runs in the background; the verdict is written to $out/NAME/verdict.
+check() {
+	local name=$1 expect=$2 defs=$3 runflags=$4 cc=${5:--O0}
+	local d=$out/$name
+	rm -rf "$d"
+	mkdir -p "$d"
+	cp "$here/$model" "$d/"
+	(
+		cd "$d" || exit 1
+		t0=$(date +%s%N)
+		# shellcheck disable=SC2086 # flag lists
+		if ! spin -a $defs $model >spin.out 2>&1; then
+			echo "FAIL: model $name (spin -a failed, see $d/spin.out)" >verdict
+			exit 0
+		fi
+		# shellcheck disable=SC2086
+		if ! gcc $cc -w -o pan pan.c >cc.out 2>&1; then
+			echo "FAIL: model $name (pan does not compile, see $d/cc.out)" >verdict
+			exit 0
+		fi
+		# shellcheck disable=SC2086
+		./pan $runflags >pan.out 2>&1
+		t1=$(date +%s%N)
+		ms=$(((t1 - t0) / 1000000))
+		secs="$((ms / 1000)).$((ms % 1000 / 100)) s"
+		errors=$(sed -n 's/.*errors: \([0-9]*\).*/\1/p' pan.out | head -1)
+		states=$(sed -n 's/^ *\([0-9.e+]*\) states, stored.*/\1/p' pan.out | head -1)
+		depth=$(sed -n 's/.*depth reached \([0-9]*\).*/\1/p' pan.out | head -1)
+		first=$(grep -m1 '^pan:[0-9]*:' pan.out | sed 's/^pan:[0-9]*: *//')
+		truncated=0
+		grep -q 'max search depth too small' pan.out && truncated=1
+		incomplete=0
+		grep -q 'Search not completed' pan.out && incomplete=1
+		info="${states:-?} states, depth ${depth:-?}, $secs"
+		case $expect in
+		ok)
+			if [ "${errors:-x}" = 0 ] && [ $truncated = 0 ] && [ $incomplete = 0 ]; then
+				echo "PASS: model $name ($info, errors: 0)" >verdict
+			else
+				echo "FAIL: model $name ($info, errors: ${errors:-?}, truncated=$truncated: ${first:-see $d/pan.out})" >verdict
+			fi
+			;;
+		lost | deadlock)
+			case $expect:$first in
+			"lost:assertion violated"*_sleep*) hit=1 ;;
+			"deadlock:invalid end state"*) hit=1 ;;
+			*) hit=0 ;;
+			esac
+			if [ "${errors:-0}" -ge 1 ] 2>/dev/null && [ -f $model.trail ] &&
+				[ $hit = 1 ]; then
+				# shellcheck disable=SC2086
+				spin -t -p -g -l $defs $model >trail.txt 2>&1
+				case $first in
+				*h_sleep*) what="SQ lost wakeup: host poller asleep, no kick" ;;
+				*g_sleep*) what="CQ lost wakeup: guest poller asleep, no interrupt" ;;
+				*) what="deadlock: a poller asleep forever" ;;
+				esac
+				echo "PASS: model $name (error found as required: $what; $info; trail $d/trail.txt)" >verdict
+			else
+				echo "FAIL: model $name (no lost wakeup found; $info, errors: ${errors:-?}: ${first:-none})" >verdict
+			fi
+			;;
+		reach)
+			got=$(grep -o 'assertion violated (.*==0)' pan.out |
+				sed 's/assertion violated (\(.*\)==0)/\1/' | sort -u |
+				while read -r e; do echo $((e)); done | sort -un | tr '\n' ' ')
+			if [ "$got" = "1 2 3 4 5 6 7 " ] && [ $truncated = 0 ]; then
+				echo "PASS: model $name (all 7 points reached; $info)" >verdict
+			else
+				echo "FAIL: model $name (reached: ${got:-none}; want 1..7; $info)" >verdict
+			fi
+			;;
+		esac
+	) &
+}
+
+# Keep at most $jobs checks running.
+throttle() {
+	while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do wait -n; done
+}
+
+names=()
+add() {
+	throttle
+	names+=("$1")
+	check "$@"
+}
+
+DEPTH=-m100000
+# The big ones first (the longest, liveness, at once), so the small ones
+# fill in around them.
+add correct_liveness ok "-DLIVENESS -DN=2 -DQD=1" "-a -f $DEPTH" "-O0 -DNFAIR=3"
+add correct ok "" "$DEPTH" "-O0 -DSAFETY"
+add correct_split_host ok "-DSPLIT_HOST -DN=2 -DQD=1" "$DEPTH" "-O0 -DSAFETY"
+add vacuity reach "-DREACH=99" "-c0 $DEPTH" "-O0 -DSAFETY"
+for m in producer_mb consumer_mb recheck stop_mb; do
+	M=${m^^}
+	add no_$m lost "-DBROKEN_$M=3" "$DEPTH" "-O0 -DSAFETY"
+done
+for m in producer_mb consumer_mb recheck; do
+	M=${m^^}
+	add no_${m}_sq lost "-DBROKEN_$M=1" "$DEPTH" "-O0 -DSAFETY"
+	add no_${m}_cq lost "-DBROKEN_$M=2" "$DEPTH" "-O0 -DSAFETY"
+	add no_$m.deadlock deadlock "-DBROKEN_$M=3 -DNO_MONITOR" "$DEPTH" "-O0 -DSAFETY"
+done
+wait
+
+npass=0
+nfail=0
+for n in "${names[@]}"; do
+	if [ -f "$out/$n/verdict" ]; then
+		v=$(cat "$out/$n/verdict")
+	else
+		v="FAIL: model $n (no verdict)"
+	fi
+	echo "$v"
+	case $v in PASS:*) npass=$((npass + 1)) ;; *) nfail=$((nfail + 1)) ;; esac
+done
+ms=$((($(date +%s%N) - t_start) / 1000000))
+echo "model: took $((ms / 1000)).$((ms % 1000 / 100)) s"
+echo "model: $npass passed, $nfail failed"
+[ "$nfail" -eq 0 ]
