@@ -34,4 +34,61 @@
 #define SQCQ_POLL_QUEUES_SUPPORTED	0
 #endif
 
+/* ================================================================== */
+/* Host section (host/: vhost_core.c, sqcq_host_main.c).               */
+/* ================================================================== */
+
+/*
+ * The host uses sqcq_eventfd_signal() and ITER_SOURCE/ITER_DEST from above.
+ * Workers are kthreads with kthread_use_mm() (exported GPL on 5.10..7.2);
+ * vhost_task (6.12+) is not used, so no shim is needed for it.  Kick
+ * eventfds are polled with vfs_poll() + init_poll_funcptr(), stable over
+ * the whole range.  VHOST_* ioctl numbers newer than a tree's UAPI are
+ * never named: unknown commands fall through to -ENOTTY.
+ */
+
+/* ---- end of host section ---- */
+
+/* ================================================================== */
+/* Guest section (guest/virtio_scsi_sqcq.c).  Macros only, so the     */
+/* host module can include this header without the SCSI headers.      */
+/* ================================================================== */
+
+/* queuecommand returns enum scsi_qc_status from 7.x on, int before. */
+#ifdef SQCQ_HAVE_SCSI_QC_STATUS
+#define sqcq_qc_ret_t		enum scsi_qc_status
+#else
+#define sqcq_qc_ret_t		int
+#endif
+
+/* Completing a command: scsi_done() from 5.16, a function pointer before. */
+#ifdef SQCQ_HAVE_SCSI_DONE
+#define sqcq_scsi_done(sc)	scsi_done(sc)
+#else
+#define sqcq_scsi_done(sc)	((sc)->scsi_done(sc))
+#endif
+
+/* ->map_queues returns void from 6.0 on, int before. */
+#ifdef SQCQ_HAVE_MAP_QUEUES_VOID
+#define sqcq_map_queues_ret_t	void
+#define SQCQ_MAP_QUEUES_DONE	return
+#else
+#define sqcq_map_queues_ret_t	int
+#define SQCQ_MAP_QUEUES_DONE	return 0
+#endif
+
+/* virtio_reset_device() arrived in 5.17; 5.10 only has the config op. */
+#ifndef SQCQ_HAVE_VIRTIO_RESET_DEVICE
+#define virtio_reset_device(vdev)	((vdev)->config->reset(vdev))
+#endif
+
+/* scsi_rescan_device() takes the scsi_device from 6.5 (Debian 6.1 too). */
+#ifdef SQCQ_HAVE_RESCAN_DEVICE_SDEV
+#define sqcq_rescan_sdev(sdev)	((void)scsi_rescan_device(sdev))
+#else
+#define sqcq_rescan_sdev(sdev)	scsi_rescan_device(&(sdev)->sdev_gendev)
+#endif
+
+/* ---- end of guest section ---- */
+
 #endif /* SQCQ_COMPAT_H */

@@ -24,8 +24,8 @@ dkms_src() {
 	mkdir -p "$d/common" "$d/host" "$d/guest" "$d/scripts"
 	cp "$top/Kbuild" "$top/VERSION" "$top/dkms.conf" "$d/"
 	cp "$top"/common/*.h "$d/common/"
-	cp "$top"/host/*.[ch] "$d/host/"
-	cp "$top"/guest/*.[ch] "$d/guest/"
+	cp "$top"/host/*.[ch] "$top"/host/Kbuild "$d/host/"
+	cp "$top"/guest/*.[ch] "$top"/guest/Kbuild "$d/guest/"
 	cp "$top/scripts/detect-features.sh" "$d/scripts/"
 }
 

@@ -1,0 +1,199 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * Host module only (implemented in host/vhost_core.c; kept in common/ so
+ * the packages, which ship the headers of common/, carry it): the module's own small
+ * vhost core -- device ownership and the owner's mm, the guest memory
+ * table, split virtqueues driven through the vhost ioctl UAPI,
+ * kick/call/err eventfds and the worker thread.
+ *
+ * It uses only exported kernel API and the UAPI <linux/vhost.h>; it never
+ * includes drivers/vhost/vhost.h (distro header packages do not ship it and
+ * its structures change between releases).
+ *
+ * Threading model: one worker kthread per device, created at
+ * VHOST_SET_OWNER, running with the owner's mm (kthread_use_mm), serves every
+ * virtqueue of the device.  A kick marks the queue pending and wakes the
+ * worker; the worker calls the device's handle_vq() for each pending queue,
+ * with that queue's mutex held.
+ *
+ * Locking:
+ *   sqcq_vdev.mutex  serialises ioctls; protects ownership (mm, worker),
+ *                    features, the current memory table and every
+ *                    sqcq_vq's configuration fields while no vq is running.
+ *   sqcq_vq.mutex    protects one queue's ring state (addresses, indices,
+ *                    eventfds, umem pointer, running/broken).  Held by the
+ *                    worker while it processes the queue and by every ioctl
+ *                    that changes the queue, so an ioctl that holds it knows
+ *                    the worker is not inside the ring.  Order: vdev.mutex
+ *                    before vq.mutex; the worker takes only vq.mutex.
+ *   pending bitmap   atomic bitops, one bit per queue, set by kick wakeups
+ *                    (atomic context) and cleared by the worker.
+ */
+#ifndef SQCQ_VHOST_H
+#define SQCQ_VHOST_H
+
+#include <linux/eventfd.h>
+#include <linux/mutex.h>
+#include <linux/poll.h>
+#include <linux/sched.h>
+#include <linux/types.h>
+#include <linux/uio.h>
+#include <linux/vhost.h>
+#include <linux/virtio_config.h>
+#include <linux/virtio_ring.h>
+#include <linux/wait.h>
+
+/* Split ring limit of the virtio spec (queue size is a power of 2 <= 32768). */
+#define SQCQ_VQ_MAX_NUM		32768u
+/* Regions a memory table may hold (QEMU needs 64 unless told otherwise). */
+#define SQCQ_MAX_MEM_REGIONS	512u
+/* Most segments one request may have after translation (as UIO_MAXIOV). */
+#define SQCQ_MAX_IOV		1024u
+/* Requests one handle_vq() call serves before yielding to other queues. */
+#define SQCQ_VQ_WEIGHT		256u
+
+struct sqcq_mem_region {
+	u64 gpa;		/* first guest-physical byte */
+	u64 last;		/* last guest-physical byte (inclusive) */
+	u64 uaddr;		/* owner's virtual address of gpa */
+};
+
+/* Immutable once published; sorted by gpa, no two regions overlap. */
+struct sqcq_umem {
+	unsigned int nregions;
+	struct sqcq_mem_region r[];
+};
+
+struct sqcq_vdev;
+
+/* One request popped from a ring: readable segments, then writable ones. */
+struct sqcq_req {
+	u16 head;			/* head descriptor index */
+	unsigned int out_cnt;		/* iov[0 .. out_cnt) device-readable */
+	unsigned int in_cnt;		/* iov[out_cnt ..) device-writable */
+	size_t out_len, in_len;		/* bytes of each part */
+	struct iovec *iov;		/* the vq's iov array */
+};
+
+struct sqcq_vq {
+	struct sqcq_vdev *dev;
+	unsigned int index;
+	struct mutex mutex;		/* see the file comment */
+
+	/* Configuration (ioctls, vq.mutex). */
+	unsigned int num;		/* 0: not set */
+	bool addr_set;
+	void __user *desc;		/* descriptor table, 16-byte entries */
+	void __user *avail;		/* driver area (avail ring) */
+	void __user *used;		/* device area (used ring) */
+	bool running;			/* worker may touch the ring */
+	bool broken;			/* guest sent garbage; stopped until restart */
+
+	/* Ring state (worker, vq.mutex). */
+	u16 last_avail_idx;		/* next avail entry to consume */
+	u16 avail_idx_cache;		/* last avail->idx read */
+	u16 last_used_idx;		/* next used entry to fill */
+	u16 signalled_used;		/* used idx at the last call signal */
+	bool signalled_used_valid;
+	const struct sqcq_umem *umem;	/* table translations use */
+	struct iovec *iov;		/* SQCQ_MAX_IOV entries while running */
+
+	/* Eventfds (vq.mutex for the pointers). */
+	struct eventfd_ctx *call_ctx;
+	struct eventfd_ctx *err_ctx;
+	struct file *kick_file;		/* held while the wait entry is queued */
+	wait_queue_head_t *kick_wqh;	/* the eventfd's queue, NULL: not polled */
+	wait_queue_entry_t kick_wait;
+	poll_table kick_pt;
+
+	/* Counters (worker; read racily by debugfs). */
+	u64 stat_requests;
+	u64 stat_kicks;
+	u64 stat_calls;
+};
+
+struct sqcq_vdev_ops {
+	/* Device feature bits offered on top of the ring features. */
+	u64 features;
+	/* Serve queue @vq; called by the worker with vq->mutex held. */
+	void (*handle_vq)(struct sqcq_vq *vq);
+	/* Owner reset or release: drop device state; dev->mutex held. */
+	void (*reset)(struct sqcq_vdev *dev);
+};
+
+struct sqcq_vdev {
+	struct mutex mutex;		/* see the file comment */
+	const struct sqcq_vdev_ops *ops;
+	void *priv;			/* the device's own state */
+
+	struct mm_struct *mm;		/* owner's mm (mmget), NULL: no owner */
+	struct task_struct *worker;
+	int owner_pid;			/* tgid of the owner, for messages */
+
+	u64 features;			/* acked by SET_FEATURES */
+	const struct sqcq_umem *umem;	/* current table, NULL: none set */
+
+	unsigned int nvqs;
+	struct sqcq_vq *vqs;
+	unsigned long *pending;		/* one bit per vq, atomic bitops */
+};
+
+int sqcq_vdev_init(struct sqcq_vdev *dev, unsigned int nvqs,
+		   const struct sqcq_vdev_ops *ops, void *priv);
+/* Drop everything (owner, worker, rings, eventfds, table); for release. */
+void sqcq_vdev_cleanup(struct sqcq_vdev *dev);
+
+/*
+ * Generic vhost ioctls.  Returns -ENOIOCTLCMD for a command this core does
+ * not know, so the device can try its own.  Takes dev->mutex itself.
+ */
+long sqcq_vdev_ioctl(struct sqcq_vdev *dev, unsigned int cmd,
+		     void __user *argp);
+/* 0 when the caller owns @dev; -EPERM otherwise.  dev->mutex held. */
+int sqcq_vdev_check_owner(struct sqcq_vdev *dev);
+bool sqcq_vdev_any_running(struct sqcq_vdev *dev);
+
+/* Features the core and the device offer (split ring only). */
+u64 sqcq_vdev_offered_features(const struct sqcq_vdev *dev);
+
+static inline bool sqcq_vdev_has_feature(struct sqcq_vdev *dev,
+					 unsigned int bit)
+{
+	return READ_ONCE(dev->features) & BIT_ULL(bit);
+}
+
+/* ---- for the device's handle_vq(), vq->mutex held ---- */
+
+/*
+ * Pop the next request.  Returns 1 with @req filled, 0 when the ring is
+ * empty, or a negative errno after marking the ring broken.
+ */
+int sqcq_vq_pop(struct sqcq_vq *vq, struct sqcq_req *req);
+/* Publish one used entry (no signal). */
+int sqcq_vq_push_used(struct sqcq_vq *vq, u16 head, u32 len);
+/* Signal the call eventfd if the driver wants it (the ONE decision point). */
+void sqcq_vq_notify(struct sqcq_vq *vq);
+/* Suppress kicks while serving the ring. */
+void sqcq_vq_disable_kicks(struct sqcq_vq *vq);
+/* Ask for kicks again; true when the ring gained entries meanwhile. */
+bool sqcq_vq_enable_kicks(struct sqcq_vq *vq);
+/* Queue @vq for the worker (as a kick would). */
+void sqcq_vq_queue_work(struct sqcq_vq *vq);
+/* Mark the ring broken and signal the err eventfd. */
+void sqcq_vq_fail(struct sqcq_vq *vq, const char *why);
+
+/*
+ * Serve @vq with a handler that completes each request at once: @one
+ * returns the number of bytes it wrote to the request's writable part.
+ * Handles kick suppression, the weight limit and the call signal.
+ */
+void sqcq_vq_serve_sync(struct sqcq_vq *vq,
+			u32 (*one)(struct sqcq_vq *vq, struct sqcq_req *req));
+
+/* Copy between a request's segments and a kernel buffer. */
+size_t sqcq_req_copy_from(const struct sqcq_req *req, void *buf,
+			  size_t len);
+size_t sqcq_req_copy_to(const struct sqcq_req *req, size_t offset,
+			const void *buf, size_t len);
+
+#endif /* SQCQ_VHOST_H */

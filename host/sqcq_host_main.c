@@ -1,0 +1,394 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * vhost_scsi_sqcq: a self-contained vhost-scsi backend for the in-kernel
+ * SCSI target (LIO) that can replace kicks and interrupts with SQ/CQ
+ * doorbell polling (see DESIGN.md).
+ *
+ * This file: the misc device /dev/vhost-scsi-sqcq, the module parameters,
+ * debugfs, the vhost-scsi ioctls and the virtio-scsi queue handlers.  The
+ * generic vhost part (ownership, memory table, rings, eventfds, worker) is
+ * host/vhost_core.c.
+ *
+ * Current state: the vhost core is complete; the TCM fabric is not there
+ * yet.  Until it is, the device is a SCSI host without targets:
+ *   - VHOST_SCSI_SET_ENDPOINT validates its argument and fails with
+ *     -ENODEV (no target with that WWPN exists); CLEAR_ENDPOINT succeeds
+ *     (nothing to clear);
+ *   - request queues answer every command with VIRTIO_SCSI_S_BAD_TARGET;
+ *   - the control queue answers task management with BAD_TARGET, the
+ *     SQ/CQ setup/teardown subtypes with FUNCTION_REJECTED (SQ/CQ is not
+ *     implemented yet: a guest stays classic), and asynchronous
+ *     notification queries/subscriptions with OK and no events;
+ *   - event-queue buffers are left in the ring for future events.
+ * So a guest sees an empty SCSI bus, and the ring engine can be exercised
+ * from userspace without LIO (tests/host/client.c does).
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/atomic.h>
+#include <linux/debugfs.h>
+#include <linux/fs.h>
+#include <linux/miscdevice.h>
+#include <linux/module.h>
+#include <linux/seq_file.h>
+#include <linux/slab.h>
+#include <linux/uaccess.h>
+#include <linux/vhost.h>
+#include <linux/virtio_scsi.h>
+
+#include "sqcq_compat.h"
+#include "sqcq_param.h"
+#include "sqcq_uapi.h"
+#include "sqcq_vhost.h"
+
+#define SQCQ_HOST_NODE	"vhost-scsi-sqcq"
+
+static bool sqcq = true;
+module_param(sqcq, bool, 0644);
+MODULE_PARM_DESC(sqcq,
+	"Accept SQ/CQ setup requests from guests (default 1; runtime writes apply to the next setup request)");
+
+module_param_cb(poll_cpu, &sqcq_poll_cpu_ops, NULL, 0644);
+MODULE_PARM_DESC(poll_cpu,
+	"CPU list the host poll threads are bound to, round-robin (default empty: unbound; all CPUs must be online; runtime writes apply at each poller's next idle/wake cycle)");
+
+module_param_cb(poll_idle_us, &sqcq_poll_idle_ops, NULL, 0644);
+MODULE_PARM_DESC(poll_idle_us,
+	"Busy-poll time in microseconds without work before a poller sets NEED_WAKEUP and sleeps, 0..1000000 (default 1000; runtime writes apply at the next idle/wake cycle)");
+
+#ifndef VHOST_SCSI_ABI_VERSION
+#define VHOST_SCSI_ABI_VERSION	1
+#endif
+
+/* Queues: control, event, then up to this many request queues. */
+#define SQCQ_CTRL_VQ		0
+#define SQCQ_EVT_VQ		1
+#define SQCQ_FIRST_REQ_VQ	2
+#define SQCQ_MAX_REQ_VQS	128
+#define SQCQ_NVQS		(SQCQ_FIRST_REQ_VQ + SQCQ_MAX_REQ_VQS)
+
+static struct dentry *sqcq_debugfs;
+static atomic_t sqcq_dev_ids = ATOMIC_INIT(0);
+
+struct sqcq_scsi {
+	struct sqcq_vdev vdev;
+	u32 events_missed;		/* vdev.mutex */
+	struct dentry *dbg;		/* per-device debugfs directory */
+};
+
+/* ---- virtio-scsi queue handlers (worker, vq->mutex held) ---- */
+
+/* A request too short for its type: say so once in a while. */
+static u32 sqcq_bad_request(struct sqcq_vq *vq, struct sqcq_req *req,
+			    const char *what)
+{
+	u8 resp = VIRTIO_SCSI_S_FAILURE;
+
+	pr_warn_ratelimited("owner %d vq %u: malformed %s request (out %zu, in %zu bytes)\n",
+			    vq->dev->owner_pid, vq->index, what, req->out_len,
+			    req->in_len);
+	return sqcq_req_copy_to(req, 0, &resp, req->in_len ? 1 : 0);
+}
+
+static u32 sqcq_ctrl_tmf(struct sqcq_vq *vq, struct sqcq_req *req)
+{
+	struct virtio_scsi_ctrl_tmf_resp resp = {};
+	struct virtio_scsi_ctrl_tmf_req tmf;
+	u32 subtype;
+
+	if (req->in_len < sizeof(resp) ||
+	    sqcq_req_copy_from(req, &tmf, sizeof(tmf)) != sizeof(tmf))
+		return sqcq_bad_request(vq, req, "TMF");
+	subtype = le32_to_cpu((__force __le32)tmf.subtype);
+	if (subtype == SQCQ_TMF_SUBTYPE_SETUP ||
+	    subtype == SQCQ_TMF_SUBTYPE_TEARDOWN)
+		/* SQ/CQ is not implemented yet: the guest stays classic. */
+		resp.response = VIRTIO_SCSI_S_FUNCTION_REJECTED;
+	else
+		resp.response = VIRTIO_SCSI_S_BAD_TARGET;	/* no targets */
+	return sqcq_req_copy_to(req, 0, &resp, sizeof(resp));
+}
+
+static u32 sqcq_ctrl_an(struct sqcq_vq *vq, struct sqcq_req *req)
+{
+	struct virtio_scsi_ctrl_an_resp resp = {};
+	struct virtio_scsi_ctrl_an_req an;
+
+	if (req->in_len < sizeof(resp) ||
+	    sqcq_req_copy_from(req, &an, sizeof(an)) != sizeof(an))
+		return sqcq_bad_request(vq, req, "AN");
+	/* No asynchronous events are supported: none granted. */
+	resp.event_actual = 0;
+	resp.response = VIRTIO_SCSI_S_OK;
+	return sqcq_req_copy_to(req, 0, &resp, sizeof(resp));
+}
+
+static u32 sqcq_ctrl_one(struct sqcq_vq *vq, struct sqcq_req *req)
+{
+	__le32 type;
+
+	if (sqcq_req_copy_from(req, &type, sizeof(type)) != sizeof(type))
+		return sqcq_bad_request(vq, req, "control");
+	switch (le32_to_cpu(type)) {
+	case VIRTIO_SCSI_T_TMF:
+		return sqcq_ctrl_tmf(vq, req);
+	case VIRTIO_SCSI_T_AN_QUERY:
+	case VIRTIO_SCSI_T_AN_SUBSCRIBE:
+		return sqcq_ctrl_an(vq, req);
+	default:
+		return sqcq_bad_request(vq, req, "unknown control");
+	}
+}
+
+static u32 sqcq_cmd_one(struct sqcq_vq *vq, struct sqcq_req *req)
+{
+	struct virtio_scsi_cmd_resp resp = {};
+
+	if (req->out_len < sizeof(struct virtio_scsi_cmd_req) ||
+	    req->in_len < sizeof(resp))
+		return sqcq_bad_request(vq, req, "command");
+	/* No target is bound yet (the TCM fabric comes later). */
+	resp.response = VIRTIO_SCSI_S_BAD_TARGET;
+	return sqcq_req_copy_to(req, 0, &resp, sizeof(resp));
+}
+
+static void sqcq_handle_vq(struct sqcq_vq *vq)
+{
+	switch (vq->index) {
+	case SQCQ_CTRL_VQ:
+		sqcq_vq_serve_sync(vq, sqcq_ctrl_one);
+		break;
+	case SQCQ_EVT_VQ:
+		/* Buffers stay available until there is an event to send. */
+		break;
+	default:
+		sqcq_vq_serve_sync(vq, sqcq_cmd_one);
+		break;
+	}
+}
+
+static void sqcq_scsi_reset(struct sqcq_vdev *vdev)
+{
+	struct sqcq_scsi *s = vdev->priv;
+
+	s->events_missed = 0;
+}
+
+static const struct sqcq_vdev_ops sqcq_scsi_ops = {
+	.features	= BIT_ULL(VIRTIO_SCSI_F_HOTPLUG),
+	.handle_vq	= sqcq_handle_vq,
+	.reset		= sqcq_scsi_reset,
+};
+
+/* ---- vhost-scsi ioctls ---- */
+
+/*
+ * Validate a vhost_scsi_target.  QEMU zeroes the structure and fills in
+ * only the WWPN, so abi_version 0 is accepted besides the current one.
+ */
+static int sqcq_get_target(void __user *argp, struct vhost_scsi_target *t)
+{
+	if (copy_from_user(t, argp, sizeof(*t)))
+		return -EFAULT;
+	if (t->reserved)
+		return -EOPNOTSUPP;
+	if (t->abi_version != 0 && t->abi_version != VHOST_SCSI_ABI_VERSION)
+		return -EINVAL;
+	if (strnlen(t->vhost_wwpn, sizeof(t->vhost_wwpn)) ==
+	    sizeof(t->vhost_wwpn))
+		return -EINVAL;
+	return 0;
+}
+
+static long sqcq_scsi_ioctl(struct sqcq_scsi *s, unsigned int cmd,
+			    void __user *argp)
+{
+	struct sqcq_vdev *vdev = &s->vdev;
+	struct vhost_scsi_target t;
+	u32 events_missed;
+	long ret;
+
+	mutex_lock(&vdev->mutex);
+	ret = sqcq_vdev_check_owner(vdev);
+	if (cmd == VHOST_SCSI_GET_ABI_VERSION && ret && !vdev->mm)
+		ret = 0;	/* a constant: answered before SET_OWNER too */
+	if (ret)
+		goto out;
+
+	switch (cmd) {
+	case VHOST_SCSI_GET_ABI_VERSION:
+		if (put_user(VHOST_SCSI_ABI_VERSION, (int __user *)argp))
+			ret = -EFAULT;
+		break;
+	case VHOST_SCSI_SET_ENDPOINT:
+		ret = sqcq_get_target(argp, &t);
+		if (ret)
+			break;
+		/* The TCM fabric does not exist yet: no target can match. */
+		pr_warn_ratelimited("owner %d: no target with WWPN \"%s\" (TCM fabric not implemented yet)\n",
+				    vdev->owner_pid, t.vhost_wwpn);
+		ret = -ENODEV;
+		break;
+	case VHOST_SCSI_CLEAR_ENDPOINT:
+		/* Nothing can be bound yet, so there is nothing to clear. */
+		ret = sqcq_get_target(argp, &t);
+		break;
+	case VHOST_SCSI_SET_EVENTS_MISSED:
+		if (get_user(events_missed, (u32 __user *)argp))
+			ret = -EFAULT;
+		else
+			s->events_missed = events_missed;
+		break;
+	case VHOST_SCSI_GET_EVENTS_MISSED:
+		if (put_user(s->events_missed, (u32 __user *)argp))
+			ret = -EFAULT;
+		break;
+	default:
+		ret = -ENOTTY;
+		break;
+	}
+out:
+	mutex_unlock(&vdev->mutex);
+	return ret;
+}
+
+/* ---- debugfs: per-device, per-queue counters ---- */
+
+static int sqcq_queues_show(struct seq_file *m, void *v)
+{
+	struct sqcq_scsi *s = m->private;
+	unsigned int i;
+
+	seq_printf(m, "owner: %d\nfeatures: 0x%llx\n",
+		   READ_ONCE(s->vdev.owner_pid), READ_ONCE(s->vdev.features));
+	seq_puts(m, "vq num running broken mode requests kicks calls\n");
+	/* Racy snapshot of counters the worker updates; good enough. */
+	for (i = 0; i < s->vdev.nvqs; i++) {
+		struct sqcq_vq *vq = &s->vdev.vqs[i];
+
+		if (!READ_ONCE(vq->num) && !READ_ONCE(vq->stat_kicks))
+			continue;
+		seq_printf(m, "%u %u %d %d classic %llu %llu %llu\n", i,
+			   READ_ONCE(vq->num), READ_ONCE(vq->running),
+			   READ_ONCE(vq->broken), READ_ONCE(vq->stat_requests),
+			   READ_ONCE(vq->stat_kicks), READ_ONCE(vq->stat_calls));
+	}
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(sqcq_queues);
+
+/* ---- the device node ---- */
+
+static int sqcq_host_open(struct inode *inode, struct file *f)
+{
+	struct sqcq_scsi *s;
+	char name[24];
+	int ret;
+
+	s = kzalloc(sizeof(*s), GFP_KERNEL);
+	if (!s)
+		return -ENOMEM;
+	ret = sqcq_vdev_init(&s->vdev, SQCQ_NVQS, &sqcq_scsi_ops, s);
+	if (ret) {
+		kfree(s);
+		return ret;
+	}
+	snprintf(name, sizeof(name), "dev%d",
+		 atomic_inc_return(&sqcq_dev_ids));
+	s->dbg = debugfs_create_dir(name, sqcq_debugfs);
+	debugfs_create_file("queues", 0444, s->dbg, s, &sqcq_queues_fops);
+	f->private_data = s;
+	return nonseekable_open(inode, f);
+}
+
+static int sqcq_host_release(struct inode *inode, struct file *f)
+{
+	struct sqcq_scsi *s = f->private_data;
+
+	/* Waits for readers of the counters before the device goes. */
+	debugfs_remove_recursive(s->dbg);
+	sqcq_vdev_cleanup(&s->vdev);
+	kfree(s);
+	return 0;
+}
+
+static long sqcq_host_ioctl(struct file *f, unsigned int cmd,
+			    unsigned long arg)
+{
+	struct sqcq_scsi *s = f->private_data;
+	void __user *argp = (void __user *)arg;
+	long ret;
+
+	ret = sqcq_vdev_ioctl(&s->vdev, cmd, argp);
+	if (ret != -ENOIOCTLCMD)
+		return ret;
+	switch (cmd) {
+	case VHOST_SCSI_GET_ABI_VERSION:
+	case VHOST_SCSI_SET_ENDPOINT:
+	case VHOST_SCSI_CLEAR_ENDPOINT:
+	case VHOST_SCSI_SET_EVENTS_MISSED:
+	case VHOST_SCSI_GET_EVENTS_MISSED:
+		return sqcq_scsi_ioctl(s, cmd, argp);
+	default:
+		/* Includes VHOST_GET_FEATURES_ARRAY, logging, workers, ... */
+		return -ENOTTY;
+	}
+}
+
+static const struct file_operations sqcq_host_fops = {
+	.owner		= THIS_MODULE,
+	.open		= sqcq_host_open,
+	.release	= sqcq_host_release,
+	.unlocked_ioctl	= sqcq_host_ioctl,
+	.compat_ioctl	= compat_ptr_ioctl,
+	.llseek		= noop_llseek,
+};
+
+static struct miscdevice sqcq_host_misc = {
+	.minor	= MISC_DYNAMIC_MINOR,
+	.name	= SQCQ_HOST_NODE,
+	.fops	= &sqcq_host_fops,
+};
+
+static int sqcq_params_show(struct seq_file *m, void *v)
+{
+	seq_printf(m, "sqcq: %d\n", READ_ONCE(sqcq));
+	sqcq_show_poll_params(m);
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(sqcq_params);
+
+static int __init sqcq_host_init(void)
+{
+	int ret;
+
+	/* debugfs first: an open of the node creates a directory in it. */
+	sqcq_debugfs = debugfs_create_dir(KBUILD_MODNAME, NULL);
+	debugfs_create_file("params", 0444, sqcq_debugfs, NULL,
+			    &sqcq_params_fops);
+	ret = misc_register(&sqcq_host_misc);
+	if (ret) {
+		pr_err("cannot register /dev/%s: %d\n", SQCQ_HOST_NODE, ret);
+		debugfs_remove_recursive(sqcq_debugfs);
+		return ret;
+	}
+	pr_info("version %s loaded, /dev/%s (no TCM fabric yet: devices have no targets)\n",
+		SQCQ_PKG_VERSION, SQCQ_HOST_NODE);
+	return 0;
+}
+
+static void __exit sqcq_host_exit(void)
+{
+	/* No device is open: every open file holds a module reference. */
+	misc_deregister(&sqcq_host_misc);
+	debugfs_remove_recursive(sqcq_debugfs);
+	pr_info("unloaded\n");
+}
+
+module_init(sqcq_host_init);
+module_exit(sqcq_host_exit);
+
+MODULE_DESCRIPTION("vhost-scsi backend with SQ/CQ doorbell polling");
+MODULE_AUTHOR("virtio-sqcq developers");
+MODULE_LICENSE("GPL");
+MODULE_VERSION(SQCQ_PKG_VERSION);
