@@ -57,6 +57,7 @@ sqcq_apt() {
 		-o "Acquire::Languages=none"
 		-o "Acquire::Retries=3"
 		-o "Acquire::Check-Valid-Until=false"
+		-o "APT::Sandbox::User=root"
 	)
 	mkdir -p "$d/state" "$d/cache"
 	[ -f "$d/state/status" ] || : >"$d/state/status"

@@ -42,20 +42,29 @@ sqcq_kernel_chroot() {
 
 sqcq_kernel_needs_chroot() { [ -n "$(sqcq_kernel_chroot "$1")" ]; }
 
-# Resolve an id (or an ABI given directly) to the ABI string.
+# Resolve an id (or an ABI given directly) to the ABI string.  The answer
+# is cached next to the package lists and recomputed only after they were
+# refreshed (apt-cache over six suites costs seconds).
 sqcq_kernel_abi() {
-	local id="$1" suite ver dep
+	local id="$1" suite ver dep cache stamp
 	suite=$(sqcq_kernel_suite "$id")
 	if [ -z "$suite" ]; then
 		echo "$id" # already an ABI
 		return 0
 	fi
 	sqcq_apt_update_cached || return 1
+	cache="$SQCQ_APT_DIR/abi.$id"
+	stamp="$SQCQ_APT_DIR/updated.stamp"
+	if [ -s "$cache" ] && [ "$cache" -nt "$stamp" ]; then
+		cat "$cache"
+		return 0
+	fi
 	ver=$(sqcq_apt_candidate "$suite" linux-headers-amd64)
 	[ -n "$ver" ] || return 1
 	dep=$(sqcq_apt show "linux-headers-amd64=$ver" 2>/dev/null |
 		sed -n 's/^Depends: *//p' | head -n 1 | tr ',' '\n' |
 		sed -n 's/^ *linux-headers-\(.*\)-amd64.*/\1/p' | head -n 1)
 	[ -n "$dep" ] || return 1
+	echo "$dep" >"$cache.tmp.$$" && mv -f "$cache.tmp.$$" "$cache"
 	echo "$dep"
 }

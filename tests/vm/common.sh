@@ -61,7 +61,19 @@ sqcq_vm_resolve_abi() {
 		return 0
 	fi
 	sqcq_in_vm && sqcq_die "kernel $want is not in the cache ($SQCQ_CACHE)"
-	sqcq_kernel_abi "$want" || sqcq_die "cannot resolve kernel '$want' (apt lists?)"
+	# Resolving an id costs seconds of apt-cache; remember the answer until
+	# the private apt lists are refreshed (tests/lib/apt.sh, every 12 h).
+	local map="$SQCQ_CACHE/kimage/id-$want" stamp="$SQCQ_APT_DIR/updated.stamp"
+	sqcq_apt_update_cached || sqcq_die "apt update failed"
+	if [ -s "$map" ] && [ "$map" -nt "$stamp" ]; then
+		cat "$map"
+		return 0
+	fi
+	local abi
+	abi=$(sqcq_kernel_abi "$want") || sqcq_die "cannot resolve kernel '$want' (apt lists?)"
+	mkdir -p "$SQCQ_CACHE/kimage"
+	echo "$abi" >"$map.tmp" && mv "$map.tmp" "$map"
+	echo "$abi"
 }
 
 # sqcq_vm_extract_vmlinux VMLINUZ OUT: find the compressed payload inside a
@@ -75,6 +87,7 @@ sqcq_vm_extract_vmlinux() {
 \x1f\x8b\x08 gzip
 \x02\x21\x4c\x18 lz4'
 	while read -r sig tool; do
+		# shellcheck disable=SC2013 # one offset a line
 		for off in $(LC_ALL=C grep -obUaP "$sig" "$in" 2>/dev/null | cut -d: -f1); do
 			tail -c +"$((off + 1))" "$in" | "$tool" -dc 2>/dev/null >"$out" || true
 			if [ "$(head -c 4 "$out" | od -An -tx1 | tr -d ' ')" = 7f454c46 ]; then
@@ -120,7 +133,7 @@ sqcq_vm_fetch_kernel() {
 	(cd "$tmp/debs" && sqcq_apt download -q "${pkgs[@]}" 2>&1) |
 		{ grep -v 'unsandboxed as root' >&2 || true; }
 	for p in "${pkgs[@]}"; do
-		deb=$(ls "$tmp/debs/${p}_"*.deb 2>/dev/null | head -n 1)
+		deb=$(find "$tmp/debs" -name "${p}_*.deb" | head -n 1)
 		[ -n "$deb" ] || sqcq_die "download of $p failed"
 		dpkg-deb -x "$deb" "$tmp/root"
 	done
@@ -151,8 +164,12 @@ sqcq_vm_fetch_kernel() {
 	sqcq_vm_extract_vmlinux "$tmp/vmlinuz" "$tmp/vmlinux" ||
 		sqcq_log "warning: could not extract vmlinux from $abi's vmlinuz (will boot vmlinuz)"
 	echo "$kver" >"$tmp/kver"
-	rm -rf "$kdir"
-	mv "$tmp" "$kdir"
+	chmod 755 "$tmp"
+	# An incomplete leftover goes; a complete one a concurrent run just made
+	# wins (mv -T refuses to replace a non-empty directory).
+	[ -f "$kdir/kver" ] || rm -rf "$kdir"
+	mv -T "$tmp" "$kdir" 2>/dev/null || { [ -f "$kdir/kver" ] && rm -rf "$tmp"; } ||
+		sqcq_die "cannot store $kdir"
 	trap - EXIT
 	echo "$kdir"
 }
@@ -180,9 +197,9 @@ sqcq_vm_module_closure() {
 	' "$kdir/lib/modules/$kver/modules.dep"
 }
 
-# Modules the initramfs loads to mount the root over virtio-9p (whatever of
-# them is built in is skipped).
-SQCQ_VM_INITRD_MODULES="virtio_pci 9pnet_virtio 9p"
+# Modules the initramfs loads to mount the root over virtio-9p, and configfs
+# (mounted there too); whatever of them is built in is skipped.
+SQCQ_VM_INITRD_MODULES="virtio_pci 9pnet_virtio 9p configfs"
 
 # sqcq_vm_initramfs KDIR: print the path of the cached initramfs for that
 # kernel, building it if its inputs (busybox, the init scripts, the module
@@ -191,6 +208,7 @@ sqcq_vm_initramfs() {
 	local kdir="$1" kver bb mods m key out tmp i=0 f
 	kver=$(cat "$kdir/kver")
 	bb=/bin/busybox
+	# shellcheck disable=SC2086 # a list of names
 	mapfile -t mods < <(sqcq_vm_module_closure "$kdir" "$kver" $SQCQ_VM_INITRD_MODULES)
 	key=$( {
 		echo "$kver"
@@ -229,9 +247,16 @@ sqcq_vm_initramfs() {
 		esac
 		i=$((i + 1))
 	done
+	local part
+	part=$(mktemp "$out.XXXXXX")
 	(cd "$tmp" && find . -mindepth 1 | LC_ALL=C sort |
-		cpio -o -H newc -R 0:0 --quiet >"$out.part")
-	mv "$out.part" "$out"
+		cpio -o -H newc -R 0:0 --quiet >"$part")
+	chmod 644 "$part"
+	mv "$part" "$out"
+	# Older initramfs images of this kernel (QEMU reads it at start, so a
+	# running VM does not mind).
+	find "$(dirname "$out")" -maxdepth 1 -name "$kver-*.cpio" ! -name "${out##*/}" \
+		-mmin +10 -delete 2>/dev/null || true
 	rm -rf "$tmp"
 	echo "$out"
 }

@@ -1,0 +1,36 @@
+#!/bin/bash
+# Stage 2 of the VM test rig: PID 1 inside the guest, running from the host's
+# root (read-only 9p) after initramfs-init.sh has mounted everything. Runs the
+# command that run.sh wrote into /run/sqcq/ctl/cmd.sh, with its output on
+# /dev/ttyS1 (run.sh's stdout), then stores its exit status, the kernel log
+# and the taint in the control share and powers off.
+#
+# Deliberately no `set -e`: PID 1 must always reach the power-off.
+set -u
+ctl=/run/sqcq/ctl
+
+note() { echo "sqcq-stage2: $*" >/dev/kmsg; }
+
+# run.sh's settings: SQCQ_CWD, SQCQ_ABI, SQCQ_KIMAGE, ... and --env ones.
+# shellcheck source=/dev/null
+. "$ctl/env.sh"
+export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+SQCQ_KVER=$(uname -r)
+export SQCQ_IN_VM=1 SQCQ_KVER SQCQ_RESULTS=/run/sqcq/out HOME=/tmp
+export TERM=dumb LANG=C.UTF-8 SHELL=/bin/bash
+
+note "running command"
+read -r up _ </proc/uptime
+echo "$up" >"$ctl/uptime-start"
+(cd "$SQCQ_CWD" && exec /bin/bash "$ctl/cmd.sh") </dev/null >/dev/ttyS1 2>&1
+rc=$?
+note "command exited with status $rc"
+
+dmesg >"$ctl/dmesg.part" 2>&1 && mv "$ctl/dmesg.part" "$ctl/dmesg"
+cat /proc/sys/kernel/tainted >"$ctl/tainted"
+echo "$rc" >"$ctl/rc"
+sync
+# Reboot (QEMU runs with -no-reboot and exits): unlike power-off, it needs no
+# ACPI, which nested guests boot without.
+echo b >/proc/sysrq-trigger
+sleep 60

@@ -1,0 +1,207 @@
+#!/bin/bash
+# tests/vm/run.sh [OPTIONS] -- COMMAND [ARGS...]
+#
+# Boot a Debian kernel under QEMU TCG with this machine's root shared
+# read-only over virtio-9p, and run COMMAND in it as root (cwd: the repo root,
+# or --cwd). The VM kernel's own modules are at /lib/modules/$(uname -r), so
+# `modprobe` works; /tmp, /var/tmp, /run, /dev/shm are tmpfs; proc, sys, dev,
+# debugfs, configfs are mounted. See DESIGN.md §6.
+#
+# Options:
+#   --kernel ID|ABI   kernel id of tests/lib/kernels.sh or an ABI (default 6.1;
+#                     in a VM: the running one)
+#   --smp N           vCPUs (default 2)
+#   --mem M           memory, MiB (default 2048)
+#   --timeout S       hard limit for the whole VM in seconds (default 600):
+#                     QEMU is killed, exit status 124
+#   --append ARGS     more kernel command-line arguments
+#   --qemu-arg ARG    one more QEMU argument (repeatable), e.g.
+#                     --qemu-arg -device --qemu-arg vhost-scsi-pci,vhostfd=3
+#   --results DIR     host directory the guest sees at $SQCQ_RESULTS
+#                     (/run/sqcq/out) to bring files back (default: a
+#                     temporary directory, removed afterwards)
+#   --cwd DIR         working directory of COMMAND (default: the repo root)
+#   --env NAME=VALUE  export into the guest (repeatable); SQCQ_* variables of
+#                     the caller are passed through anyway
+#   --bzimage         boot the compressed vmlinuz instead of the ELF vmlinux
+#
+# In the guest: SQCQ_IN_VM=1, SQCQ_ABI, SQCQ_KVER, SQCQ_RESULTS,
+# SQCQ_VM_DEPTH (1 = L1, 2 = nested L2, ...).
+#
+# COMMAND's stdout and stderr come through live (on the first serial port).
+# Exit status: COMMAND's; 124 on timeout; 125 when the VM died before
+# COMMAND's status came back; 1 when COMMAND succeeded but the guest kernel log
+# is dirty (WARNING, BUG, Oops, lockup, hung task, RCU stall, or a taint other
+# than O/E), which also prints "FAIL: vm-kernel-log (<reason>)" and the last
+# kernel log lines.
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# The caller's SQCQ_* variables (before the libraries set their own).
+caller_sqcq_env=$(env | grep -E '^SQCQ_[A-Za-z0-9_]*=' || true)
+# shellcheck source=tests/vm/common.sh
+. "$here/common.sh"
+
+usage() {
+	sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed -e '$d' -e 's/^# \{0,1\}//' >&2
+	exit 2
+}
+
+# ---- options ---------------------------------------------------------------
+depth=$((${SQCQ_VM_DEPTH:-0} + 1))
+if sqcq_in_vm; then
+	kernel=${SQCQ_ABI:?SQCQ_ABI unset in the VM}
+else
+	kernel=6.1
+fi
+smp=2 mem=2048 timeout_s=600 append="" results="" cwd="$SQCQ_REPO" bzimage=0
+# Nested guests (nested.sh): DESIGN §6 tuning, plus acpi=off (ACPI table
+# interpretation and PCI link setup cost minutes under TCG inside TCG; PCI
+# works through the BIOS tables and MSI-X, and the guest leaves by reboot).
+if [ "${SQCQ_VM_NESTED:-0}" = 1 ]; then
+	smp=1 mem=256 append=" acpi=off"
+fi
+qemu_extra=() envs=()
+while [ $# -gt 0 ]; do
+	case "$1" in
+	--kernel) kernel=$2; shift 2 ;;
+	--smp) smp=$2; shift 2 ;;
+	--mem) mem=$2; shift 2 ;;
+	--timeout) timeout_s=$2; shift 2 ;;
+	--append) append="$append $2"; shift 2 ;;
+	--qemu-arg) qemu_extra+=("$2"); shift 2 ;;
+	--results) results=$2; shift 2 ;;
+	--cwd) cwd=$2; shift 2 ;;
+	--env) envs+=("$2"); shift 2 ;;
+	--bzimage) bzimage=1; shift ;;
+	--) shift; break ;;
+	-h | --help) usage ;;
+	*) sqcq_log "unknown option $1"; usage ;;
+	esac
+done
+[ $# -gt 0 ] || usage
+[[ "$timeout_s" =~ ^[0-9]+$ ]] || sqcq_die "--timeout needs seconds"
+
+# ---- kernel, initramfs, host prerequisites ----------------------------------
+sqcq_vm_install_deps
+kdir=$(sqcq_vm_fetch_kernel "$kernel")
+abi=${kdir##*/}
+case "$kdir" in *[[:space:]]*) sqcq_die "cache path with blanks: $kdir" ;; esac
+initrd=$(sqcq_vm_initramfs "$kdir")
+kimg="$kdir/vmlinux"
+[ "$bzimage" = 0 ] && [ -f "$kimg" ] || kimg="$kdir/vmlinuz"
+# The guest bind-mounts the cached modules on /lib/modules/<kver>; a
+# read-only root needs the mount point to exist already. Debian machines
+# without any kernel installed (containers, like this build machine) lack it.
+if [ ! -d /lib/modules ]; then
+	sqcq_in_vm && sqcq_die "/lib/modules missing in the shared root"
+	mkdir -p /lib/modules
+fi
+
+# ---- control and results shares ---------------------------------------------
+work=$(mktemp -d "${TMPDIR:-/tmp}/sqcq-vm.XXXXXX")
+# shellcheck disable=SC2317 # called by the trap
+cleanup() {
+	local st=$?
+	if [ "${SQCQ_VM_KEEP:-0}" = 1 ]; then
+		sqcq_log "kept $work"
+	else
+		rm -rf "$work"
+	fi
+	exit "$st"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+ctl="$work/ctl"
+mkdir -p "$ctl"
+if [ -z "$results" ]; then
+	results="$work/out"
+fi
+mkdir -p "$results"
+results=$(cd "$results" && pwd)
+
+# env.sh: sourced by stage 2 (guest-stage2.sh) before COMMAND runs.
+{
+	printf 'export SQCQ_KIMAGE=%q SQCQ_CWD=%q SQCQ_ABI=%q SQCQ_CACHE=%q SQCQ_VM_DEPTH=%q\n' \
+		"$kdir" "$cwd" "$abi" "$SQCQ_CACHE" "$depth"
+	while IFS='=' read -r name _; do
+		case "$name" in
+		SQCQ_IN_VM | SQCQ_ABI | SQCQ_KVER | SQCQ_RESULTS | SQCQ_VM_DEPTH | SQCQ_CACHE | \
+			SQCQ_VM_NESTED | SQCQ_APT_DIR) ;;
+		SQCQ_*) printf 'export %s=%q\n' "$name" "${!name-}" ;;
+		esac
+	done <<<"$caller_sqcq_env"
+	for e in "${envs[@]}"; do
+		printf 'export %s=%q\n' "${e%%=*}" "${e#*=}"
+	done
+} >"$ctl/env.sh"
+# cmd.sh: COMMAND, quoted word by word.
+{
+	printf 'exec'
+	printf ' %q' "$@"
+	printf '\n'
+} >"$ctl/cmd.sh"
+
+# ---- QEMU --------------------------------------------------------------------
+p9opts="security_model=none,multidevs=remap"
+# shellcheck disable=SC2054 # commas belong to QEMU option values
+qemu=(
+	qemu-system-x86_64 -accel tcg -nodefaults -nographic -monitor none
+	-no-reboot -smp "$smp" -m "$mem"
+	-kernel "$kimg" -initrd "$initrd"
+	-append "console=ttyS0 quiet panic=-1 mitigations=off cryptomgr.notests=1 \
+tsc=unstable no_timer_check rdinit=/init sqcq.kimage=$kdir$append"
+	# ttyS0: kernel console (a file; SeaBIOS writes there too); ttyS1:
+	# COMMAND's output (our stdout).
+	-serial "file:$work/console.log" -serial stdio
+	-fsdev "local,id=root,path=/,readonly=on,$p9opts"
+	-device virtio-9p-pci,fsdev=root,mount_tag=sqcqroot
+	-fsdev "local,id=ctl,path=$ctl,$p9opts"
+	-device virtio-9p-pci,fsdev=ctl,mount_tag=sqcqctl
+	-fsdev "local,id=out,path=$results,$p9opts"
+	-device virtio-9p-pci,fsdev=out,mount_tag=sqcqout
+	"${qemu_extra[@]}"
+)
+
+t0=$(date +%s.%N)
+set +e
+# The hard timeout: timeout(1) kills QEMU (SIGKILL 5 s after SIGTERM).
+# Extra file descriptors of the caller (e.g. a vhostfd=N) are inherited.
+timeout -k 5 "$timeout_s" "${qemu[@]}" </dev/null
+qrc=$?
+set -e
+t1=$(date +%s.%N)
+
+# ---- verdict -----------------------------------------------------------------
+rc=""
+[ -f "$ctl/rc" ] && rc=$(cat "$ctl/rc")
+log="$ctl/dmesg"
+[ -s "$log" ] || log="$work/console.log"
+reason=""
+if [ "$qrc" = 124 ] || [ "$qrc" = 137 ]; then
+	reason="timeout after ${timeout_s}s"
+	echo "FAIL: vm-timeout (QEMU killed after ${timeout_s}s, kernel $abi)"
+	rc=124
+elif [ -z "$rc" ]; then
+	reason="VM exited (QEMU status $qrc) without COMMAND's status"
+	echo "FAIL: vm-boot ($reason, kernel $abi)"
+	rc=125
+fi
+problems=$(sqcq_vm_log_problems "$log"; sqcq_vm_log_problems "$work/console.log")
+problems=$(echo "$problems" | awk 'NF && !seen[$0]++')
+taint=$(sqcq_vm_taint_problems "$(cat "$ctl/tainted" 2>/dev/null || echo 0)")
+if [ -n "$problems" ] || [ -n "$taint" ]; then
+	first=${taint:-$(echo "$problems" | head -n 1 | sed 's/^\[[ 0-9.]*\] *//')}
+	echo "FAIL: vm-kernel-log ($first)"
+	reason=${reason:-dirty kernel log}
+	[ "$rc" = 0 ] && rc=1
+fi
+if [ -n "$reason" ] || [ "$rc" != 0 ]; then
+	echo "---- last kernel log lines (kernel $abi, $(basename "$log")) ----"
+	tail -n 50 "$log"
+	echo "----"
+fi
+started=$(cat "$ctl/uptime-start" 2>/dev/null || echo "?")
+sqcq_log "kernel $abi (L$depth): command started at ${started}s guest uptime;" \
+	"VM wall $(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }')s; status $rc"
+exit "$rc"
