@@ -3,15 +3,43 @@
  * virtio_scsi_sqcq: a virtio-scsi driver with dedicated poll queues and
  * SQ/CQ doorbell polling (see DESIGN.md).
  *
- * Current state: module skeleton.  It exposes the module parameters with
- * their validation; it does not register a virtio driver yet, so loading it
- * binds no device.
+ * Virtqueue layout (virtio spec, SCSI host device): 0 = control,
+ * 1 = event, 2.. = request queues.  The request queues are split into
+ * interrupt queues (first) and, with poll_queues=N, N interrupt-less poll
+ * queues (last) that blk-mq maps to HCTX_TYPE_POLL and drains through
+ * ->mq_poll.  Every queue is drained by sqcq_vq_drain(), whoever calls it
+ * (interrupt, mq_poll, error handling, later the SQ/CQ poll threads).
+ *
+ * Error handling: ABORT TASK and LOGICAL UNIT RESET go to the control
+ * queue and are waited for SQCQ_TMF_TIMEOUT at most; an unanswered TMF is
+ * abandoned (freed when the device answers late or at reset) and further
+ * TMFs fail at once until it is answered.  There is no host reset.
+ *
+ * Not done yet: SQ/CQ doorbell polling (the mode is always "classic").
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
+#include <linux/blk-mq.h>
+#include <linux/completion.h>
 #include <linux/debugfs.h>
+#include <linux/interrupt.h>
 #include <linux/module.h>
+#include <linux/scatterlist.h>
 #include <linux/seq_file.h>
+#include <linux/slab.h>
+#include <linux/virtio.h>
+#include <linux/virtio_config.h>
+#include <linux/virtio_ids.h>
+#include <linux/virtio_scsi.h>
+#include <linux/workqueue.h>
+#ifdef SQCQ_HAVE_BLK_MQ_VIRTIO_H
+#include <linux/blk-mq-virtio.h>
+#endif
+#include <scsi/scsi_cmnd.h>
+#include <scsi/scsi_device.h>
+#include <scsi/scsi_eh.h>
+#include <scsi/scsi_host.h>
+#include <scsi/scsi_tcq.h>
 
 #include "sqcq_compat.h"
 #include "sqcq_param.h"
@@ -68,7 +96,1379 @@ MODULE_PARM_DESC(poll_queues,
 module_param_cb(virtscsi_poll_queues, &sqcq_poll_queues_ops, NULL, 0644);
 MODULE_PARM_DESC(virtscsi_poll_queues, "Alias of poll_queues");
 
+
+/* ------------------------------------------------------------------ */
+/* Device state                                                        */
+/* ------------------------------------------------------------------ */
+
+#define SQCQ_VQ_CTRL		0
+#define SQCQ_VQ_EVENT		1
+#define SQCQ_VQ_REQ0		2
+#define SQCQ_NR_EVENTS		8
+/* How long a task-management request may stay unanswered. */
+#define SQCQ_TMF_TIMEOUT	(30 * HZ)
+/* Completions taken off a ring per lock hold. */
+#define SQCQ_DRAIN_BATCH	32
+/* Bounds on what the device's config space may ask for. */
+#define SQCQ_MAX_TARGET		255
+#define SQCQ_MAX_LUN		16383
+
+enum sqcq_vq_kind { SQCQ_KIND_CTRL, SQCQ_KIND_EVENT, SQCQ_KIND_IRQ,
+		    SQCQ_KIND_POLL };
+
+/* Who called sqcq_vq_drain(): decides which counter is bumped. */
+enum sqcq_drain_src { SQCQ_SRC_IRQ, SQCQ_SRC_POLL, SQCQ_SRC_EH };
+
+/*
+ * Counters of one virtqueue.  All are updated with the queue lock held
+ * and read locklessly by debugfs.
+ */
+struct sqcq_vq_stats {
+	u64 requests;		/* buffers added */
+	u64 kicks;		/* notifications sent to the device */
+	u64 interrupts;		/* interrupt callbacks */
+	u64 polls;		/* mq_poll calls */
+	u64 completions;	/* buffers taken back */
+	u64 errors;		/* malformed completions */
+};
+
+struct sqcq_dev;
+
+struct sqcq_vq {
+	spinlock_t lock;	/* ring access, stats */
+	struct virtqueue *vq;	/* NULL while the rings are torn down */
+	struct sqcq_dev *dev;
+	enum sqcq_vq_kind kind;
+	struct sqcq_vq_stats st;
+	bool broken_seen;	/* "queue is broken" was logged */
+	char name[20];		/* the virtio core keeps a pointer to it */
+};
+
+struct sqcq_event {
+	struct virtio_scsi_event ev;	/* device-writable */
+	struct work_struct work;
+	struct sqcq_dev *dev;
+};
+
+struct sqcq_dev {
+	struct virtio_device *vdev;
+	struct Scsi_Host *shost;
+	unsigned int nr_req;		/* request queues: nr_irq + nr_poll */
+	unsigned int nr_irq;
+	unsigned int nr_poll;
+	bool events_on;			/* protected by event.lock */
+	bool pi;			/* T10-PI negotiated */
+	atomic64_t bad_completions;	/* short or malformed responses */
+	atomic64_t tmf_timeouts;
+	atomic_t tmf_unanswered;	/* abandoned TMFs still on the ring */
+	struct dentry *dbg;
+	struct sqcq_vq ctrl;
+	struct sqcq_vq event;
+	struct sqcq_event events[SQCQ_NR_EVENTS];
+	struct sqcq_vq req[];
+};
+
+/* Per-command state, in the scsi_cmnd's private area (cmd_size). */
+struct sqcq_cmd {
+	union {
+		struct virtio_scsi_cmd_req cmd;
+		struct virtio_scsi_cmd_req_pi cmd_pi;
+	} req;
+	struct virtio_scsi_cmd_resp resp;
+} ____cacheline_aligned_in_smp;
+
+/*
+ * A task-management request.  Allocated per request, because a device that
+ * never answers keeps it: the waiter then gives up and marks it abandoned,
+ * and whoever sees it next (completion or teardown) frees it.
+ */
+struct sqcq_tmf {
+	struct virtio_scsi_ctrl_tmf_req req;
+	/*
+	 * Stock vhost-scsi (up to at least 6.1) answers an unknown target on
+	 * the control queue with a whole virtio_scsi_cmd_resp written into the
+	 * first device-writable buffer, so that buffer must be that large.
+	 */
+	union {
+		struct virtio_scsi_ctrl_tmf_resp tmf;
+		struct virtio_scsi_cmd_resp guard;
+	} resp;
+	struct completion done;
+	bool abandoned;		/* protected by ctrl.lock */
+};
+
 static struct dentry *sqcq_debugfs;
+
+static inline struct sqcq_dev *sqcq_shost_dev(struct Scsi_Host *shost)
+{
+	return shost_priv(shost);
+}
+
+static const char *sqcq_kind_name(enum sqcq_vq_kind kind)
+{
+	switch (kind) {
+	case SQCQ_KIND_CTRL:
+		return "ctrl";
+	case SQCQ_KIND_EVENT:
+		return "event";
+	case SQCQ_KIND_IRQ:
+		return "irq";
+	case SQCQ_KIND_POLL:
+		return "poll";
+	}
+	return "?";
+}
+
+#define sqcq_err_rl(dev, fmt, ...) \
+	dev_err_ratelimited(&(dev)->vdev->dev, fmt, ##__VA_ARGS__)
+
+/* ------------------------------------------------------------------ */
+/* Ring access                                                         */
+/* ------------------------------------------------------------------ */
+
+/*
+ * Notify the device, without the queue lock held.  @vq was taken under the
+ * lock when virtqueue_kick_prepare() asked for a notification (NULL: none).
+ */
+static void sqcq_vq_notify(struct virtqueue *vq)
+{
+	if (vq)
+		virtqueue_notify(vq);
+}
+
+/* Kick whatever was added without a kick; takes the queue lock. */
+static void sqcq_vq_kick(struct sqcq_vq *q)
+{
+	unsigned long flags;
+	struct virtqueue *kick = NULL;
+
+	spin_lock_irqsave(&q->lock, flags);
+	if (q->vq && virtqueue_kick_prepare(q->vq)) {
+		q->st.kicks++;
+		kick = q->vq;
+	}
+	spin_unlock_irqrestore(&q->lock, flags);
+	sqcq_vq_notify(kick);
+}
+
+/*
+ * The virtio core marks a ring broken when the device hands back an id it
+ * never got (or twice).  Nothing comes back from it any more: its commands
+ * time out and the new ones fail at submission (-EIO).  Called with the
+ * queue lock held.
+ */
+static void sqcq_vq_broken(struct sqcq_vq *q)
+{
+	if (q->broken_seen)
+		return;
+	q->broken_seen = true;
+	dev_err(&q->dev->vdev->dev,
+		"%s: the device broke the ring protocol; the queue is dead, its commands will fail\n",
+		q->name);
+}
+
+static void sqcq_cmd_done(struct sqcq_dev *dev, struct sqcq_vq *q,
+			  void *buf, unsigned int len);
+static void sqcq_tmf_done(struct sqcq_dev *dev, void *buf);
+static void sqcq_event_done(struct sqcq_dev *dev, void *buf,
+			    unsigned int len);
+
+static void sqcq_vq_complete(struct sqcq_vq *q, void *buf, unsigned int len)
+{
+	switch (q->kind) {
+	case SQCQ_KIND_CTRL:
+		sqcq_tmf_done(q->dev, buf);
+		break;
+	case SQCQ_KIND_EVENT:
+		sqcq_event_done(q->dev, buf, len);
+		break;
+	default:
+		sqcq_cmd_done(q->dev, q, buf, len);
+		break;
+	}
+}
+
+/*
+ * Take every used buffer off @q and complete it.  The single completion
+ * path for all queues and all callers: the interrupt callback, ->mq_poll,
+ * error handling.  Buffers are collected under the queue lock and
+ * completed after dropping it, so completion handlers may submit again.
+ * Returns the number of buffers completed.
+ */
+static unsigned int sqcq_vq_drain(struct sqcq_vq *q, enum sqcq_drain_src src)
+{
+	struct {
+		void *buf;
+		unsigned int len;
+	} batch[SQCQ_DRAIN_BATCH];
+	bool irq_queue = q->kind != SQCQ_KIND_POLL;
+	unsigned int n, i, total = 0;
+	unsigned long flags;
+	bool counted = false;
+	bool again;
+
+	do {
+		n = 0;
+		again = false;
+		spin_lock_irqsave(&q->lock, flags);
+		if (!q->vq) {
+			spin_unlock_irqrestore(&q->lock, flags);
+			break;
+		}
+		if (!counted) {
+			if (src == SQCQ_SRC_IRQ)
+				q->st.interrupts++;
+			else if (src == SQCQ_SRC_POLL)
+				q->st.polls++;
+			counted = true;
+		}
+		if (irq_queue)
+			virtqueue_disable_cb(q->vq);
+		while (n < SQCQ_DRAIN_BATCH) {
+			batch[n].buf = virtqueue_get_buf(q->vq, &batch[n].len);
+			if (!batch[n].buf)
+				break;
+			n++;
+		}
+		if (n == SQCQ_DRAIN_BATCH)
+			again = true;
+		else if (unlikely(virtqueue_is_broken(q->vq)))
+			sqcq_vq_broken(q);
+		else if (irq_queue && !virtqueue_enable_cb(q->vq))
+			again = true;	/* more arrived while re-enabling */
+		q->st.completions += n;
+		spin_unlock_irqrestore(&q->lock, flags);
+
+		for (i = 0; i < n; i++)
+			sqcq_vq_complete(q, batch[i].buf, batch[i].len);
+		total += n;
+	} while (again);
+
+	return total;
+}
+
+static void sqcq_drain_requests(struct sqcq_dev *dev)
+{
+	unsigned int i;
+
+	for (i = 0; i < dev->nr_req; i++)
+		sqcq_vq_drain(&dev->req[i], SQCQ_SRC_EH);
+}
+
+static struct sqcq_dev *sqcq_vq_to_dev(struct virtqueue *vq)
+{
+	struct Scsi_Host *shost = vq->vdev->priv;
+
+	return sqcq_shost_dev(shost);
+}
+
+static void sqcq_ctrl_cb(struct virtqueue *vq)
+{
+	sqcq_vq_drain(&sqcq_vq_to_dev(vq)->ctrl, SQCQ_SRC_IRQ);
+}
+
+static void sqcq_event_cb(struct virtqueue *vq)
+{
+	sqcq_vq_drain(&sqcq_vq_to_dev(vq)->event, SQCQ_SRC_IRQ);
+}
+
+static void sqcq_req_cb(struct virtqueue *vq)
+{
+	struct sqcq_dev *dev = sqcq_vq_to_dev(vq);
+	unsigned int i = vq->index - SQCQ_VQ_REQ0;
+
+	if (WARN_ON_ONCE(i >= dev->nr_req))
+		return;
+	sqcq_vq_drain(&dev->req[i], SQCQ_SRC_IRQ);
+}
+
+/* ------------------------------------------------------------------ */
+/* SCSI commands                                                       */
+/* ------------------------------------------------------------------ */
+
+/* The virtio-scsi single-level LUN format: 1, target, flat-space LUN. */
+static void sqcq_encode_lun(u8 *lun, const struct scsi_device *sdev)
+{
+	lun[0] = 1;
+	lun[1] = sdev->id;
+	lun[2] = (sdev->lun >> 8) | 0x40;
+	lun[3] = sdev->lun & 0xff;
+	memset(lun + 4, 0, 4);
+}
+
+static unsigned int sqcq_host_byte(struct sqcq_dev *dev, u8 response)
+{
+	switch (response) {
+	case VIRTIO_SCSI_S_OK:
+		return DID_OK;
+	case VIRTIO_SCSI_S_OVERRUN:
+		return DID_ERROR;
+	case VIRTIO_SCSI_S_ABORTED:
+		return DID_ABORT;
+	case VIRTIO_SCSI_S_BAD_TARGET:
+	case VIRTIO_SCSI_S_INCORRECT_LUN:
+		return DID_BAD_TARGET;
+	case VIRTIO_SCSI_S_RESET:
+		return DID_RESET;
+	case VIRTIO_SCSI_S_BUSY:
+		return DID_BUS_BUSY;
+	case VIRTIO_SCSI_S_TRANSPORT_FAILURE:
+		return DID_TRANSPORT_DISRUPTED;
+	case VIRTIO_SCSI_S_TARGET_FAILURE:
+		return DID_BAD_TARGET;
+	case VIRTIO_SCSI_S_NEXUS_FAILURE:
+	case VIRTIO_SCSI_S_FAILURE:
+		return DID_ERROR;
+	}
+	sqcq_err_rl(dev, "unknown command response %u\n", response);
+	atomic64_inc(&dev->bad_completions);
+	return DID_ERROR;
+}
+
+/*
+ * A command came back.  @len is what the device says it wrote; 0 means
+ * "not reported" (vhost-scsi always reports 0), anything else must at least
+ * cover the response header.
+ */
+static void sqcq_cmd_done(struct sqcq_dev *dev, struct sqcq_vq *q,
+			  void *buf, unsigned int len)
+{
+	struct scsi_cmnd *sc = buf;
+	struct sqcq_cmd *cmd = scsi_cmd_priv(sc);
+	struct virtio_scsi_cmd_resp *resp = &cmd->resp;
+	struct virtio_device *vdev = dev->vdev;
+	const unsigned int hdr = offsetof(struct virtio_scsi_cmd_resp, sense);
+	unsigned int sense_len, resid, host;
+
+	if (len && len < hdr) {
+		sqcq_err_rl(dev, "%s: used length %u shorter than the %u-byte response header; failing the command\n",
+			    q->name, len, hdr);
+		atomic64_inc(&dev->bad_completions);
+		sc->result = DID_ERROR << 16;
+		sqcq_scsi_done(sc);
+		return;
+	}
+
+	host = sqcq_host_byte(dev, resp->response);
+	sc->result = (host << 16) | resp->status;
+
+	resid = virtio32_to_cpu(vdev, resp->resid);
+	scsi_set_resid(sc, min(resid, scsi_bufflen(sc)));
+
+	sense_len = virtio32_to_cpu(vdev, resp->sense_len);
+	if (sense_len && sc->sense_buffer) {
+		unsigned int max = min_t(unsigned int, SCSI_SENSE_BUFFERSIZE,
+					 VIRTIO_SCSI_SENSE_SIZE);
+
+		/* Never copy more than the device says it wrote. */
+		if (len)
+			max = min(max, len - hdr);
+		memcpy(sc->sense_buffer, resp->sense, min(sense_len, max));
+	}
+	sqcq_scsi_done(sc);
+}
+
+static void sqcq_fill_req(struct sqcq_dev *dev, struct sqcq_cmd *cmd,
+			  struct scsi_cmnd *sc, u8 *lun, __virtio64 *tag,
+			  u8 *cdb)
+{
+	struct request *rq = scsi_cmd_to_rq(sc);
+
+	sqcq_encode_lun(lun, sc->device);
+	*tag = cpu_to_virtio64(dev->vdev, blk_mq_unique_tag(rq));
+	memset(cdb, 0, VIRTIO_SCSI_CDB_SIZE);
+	memcpy(cdb, sc->cmnd, min_t(unsigned int, sc->cmd_len,
+				    VIRTIO_SCSI_CDB_SIZE));
+}
+
+static unsigned int sqcq_prot_bytes(struct scsi_cmnd *sc)
+{
+	struct scatterlist *sg;
+	unsigned int i, bytes = 0;
+
+	scsi_for_each_prot_sg(sc, sg, scsi_prot_sg_count(sc), i)
+		bytes += sg->length;
+	return bytes;
+}
+
+/* Build the request header; returns its size. */
+static size_t sqcq_build_req(struct sqcq_dev *dev, struct sqcq_cmd *cmd,
+			     struct scsi_cmnd *sc)
+{
+	struct virtio_device *vdev = dev->vdev;
+
+	if (dev->pi) {
+		struct virtio_scsi_cmd_req_pi *r = &cmd->req.cmd_pi;
+		unsigned int pi = 0;
+
+		memset(r, 0, offsetof(struct virtio_scsi_cmd_req_pi, cdb));
+		sqcq_fill_req(dev, cmd, sc, r->lun, &r->tag, r->cdb);
+		r->task_attr = VIRTIO_SCSI_S_SIMPLE;
+		if (scsi_get_prot_op(sc) != SCSI_PROT_NORMAL)
+			pi = sqcq_prot_bytes(sc);
+		if (sc->sc_data_direction == DMA_TO_DEVICE)
+			r->pi_bytesout = cpu_to_virtio32(vdev, pi);
+		else if (sc->sc_data_direction == DMA_FROM_DEVICE)
+			r->pi_bytesin = cpu_to_virtio32(vdev, pi);
+		return sizeof(*r);
+	}
+	memset(&cmd->req.cmd, 0, offsetof(struct virtio_scsi_cmd_req, cdb));
+	sqcq_fill_req(dev, cmd, sc, cmd->req.cmd.lun, &cmd->req.cmd.tag,
+		      cmd->req.cmd.cdb);
+	cmd->req.cmd.task_attr = VIRTIO_SCSI_S_SIMPLE;
+	return sizeof(cmd->req.cmd);
+}
+
+/*
+ * Add a command to @q: out = request header [, PI] [, data-out],
+ * in = response [, PI] [, data-in].  Kicks only for the @last request of
+ * a batch (or when the ring is full); ->commit_rqs kicks the rest.
+ */
+static int sqcq_add_cmd(struct sqcq_dev *dev, struct sqcq_vq *q,
+			struct scsi_cmnd *sc, bool last)
+{
+	struct sqcq_cmd *cmd = scsi_cmd_priv(sc);
+	struct scatterlist hdr_out, hdr_in, *sgs[6];
+	bool prot = dev->pi && scsi_prot_sg_count(sc);
+	unsigned int out = 0, in = 0;
+	unsigned long flags;
+	struct virtqueue *kick = NULL;
+	int ret;
+
+	sg_init_one(&hdr_out, &cmd->req, sqcq_build_req(dev, cmd, sc));
+	sgs[out++] = &hdr_out;
+	if (sc->sc_data_direction == DMA_TO_DEVICE) {
+		if (prot)
+			sgs[out++] = scsi_prot_sglist(sc);
+		if (scsi_sg_count(sc))
+			sgs[out++] = scsi_sglist(sc);
+	}
+	memset(&cmd->resp, 0, sizeof(cmd->resp));
+	sg_init_one(&hdr_in, &cmd->resp, sizeof(cmd->resp));
+	sgs[out + in++] = &hdr_in;
+	if (sc->sc_data_direction == DMA_FROM_DEVICE) {
+		if (prot)
+			sgs[out + in++] = scsi_prot_sglist(sc);
+		if (scsi_sg_count(sc))
+			sgs[out + in++] = scsi_sglist(sc);
+	}
+
+	spin_lock_irqsave(&q->lock, flags);
+	if (!q->vq) {
+		ret = -ENODEV;
+	} else {
+		ret = virtqueue_add_sgs(q->vq, sgs, out, in, sc, GFP_ATOMIC);
+		if (!ret)
+			q->st.requests++;
+		/* On a full ring, still push out what earlier calls added. */
+		if ((last || ret) && virtqueue_kick_prepare(q->vq)) {
+			q->st.kicks++;
+			kick = q->vq;
+		}
+	}
+	spin_unlock_irqrestore(&q->lock, flags);
+	sqcq_vq_notify(kick);
+	return ret;
+}
+
+static struct sqcq_vq *sqcq_cmd_queue(struct sqcq_dev *dev,
+				      struct scsi_cmnd *sc)
+{
+	u32 tag = blk_mq_unique_tag(scsi_cmd_to_rq(sc));
+	u16 hwq = blk_mq_unique_tag_to_hwq(tag);
+
+	return &dev->req[hwq < dev->nr_req ? hwq : 0];
+}
+
+static sqcq_qc_ret_t sqcq_queuecommand(struct Scsi_Host *shost,
+				       struct scsi_cmnd *sc)
+{
+	struct sqcq_dev *dev = sqcq_shost_dev(shost);
+	struct sqcq_vq *q = sqcq_cmd_queue(dev, sc);
+	int ret;
+
+	if (unlikely(sc->sc_data_direction == DMA_BIDIRECTIONAL)) {
+		sqcq_err_rl(dev, "bidirectional commands are not supported\n");
+		sc->result = DID_ERROR << 16;
+		sqcq_scsi_done(sc);
+		return 0;
+	}
+
+	ret = sqcq_add_cmd(dev, q, sc, sc->flags & SCMD_LAST);
+	if (likely(!ret))
+		return 0;
+	if (ret == -ENOSPC || ret == -ENOMEM)
+		return SCSI_MLQUEUE_HOST_BUSY;
+	/* -EIO: the device is broken (e.g. surprise removal); -ENODEV: torn down. */
+	sqcq_err_rl(dev, "%s: cannot queue command (%d); failing it\n",
+		    q->name, ret);
+	sc->result = DID_NO_CONNECT << 16;
+	sqcq_scsi_done(sc);
+	return 0;
+}
+
+/* blk-mq stopped dispatching: kick what queuecommand added without a kick. */
+static void sqcq_commit_rqs(struct Scsi_Host *shost, u16 hwq)
+{
+	struct sqcq_dev *dev = sqcq_shost_dev(shost);
+
+	if (hwq < dev->nr_req)
+		sqcq_vq_kick(&dev->req[hwq]);
+}
+
+#ifdef SQCQ_HAVE_SCSI_MQ_POLL
+static int sqcq_mq_poll(struct Scsi_Host *shost, unsigned int queue_num)
+{
+	struct sqcq_dev *dev = sqcq_shost_dev(shost);
+
+	if (unlikely(queue_num >= dev->nr_req))
+		return 0;
+	return sqcq_vq_drain(&dev->req[queue_num], SQCQ_SRC_POLL);
+}
+#endif
+
+/*
+ * Interrupt queues follow the vectors' affinity where the kernel can tell
+ * it; poll queues are spread over all CPUs.
+ */
+static void sqcq_map_irq_queues(struct sqcq_dev *dev,
+				struct blk_mq_queue_map *map)
+{
+#if defined(SQCQ_HAVE_BLK_MQ_VIRTIO_H)
+	blk_mq_virtio_map_queues(map, dev->vdev, SQCQ_VQ_REQ0);
+#elif defined(SQCQ_HAVE_BLK_MQ_MAP_HW_QUEUES)
+	blk_mq_map_hw_queues(map, &dev->vdev->dev, SQCQ_VQ_REQ0);
+#else
+	blk_mq_map_queues(map);
+#endif
+}
+
+static sqcq_map_queues_ret_t sqcq_map_queues(struct Scsi_Host *shost)
+{
+	struct sqcq_dev *dev = sqcq_shost_dev(shost);
+	struct blk_mq_queue_map *map;
+#ifdef SQCQ_HAVE_SCSI_MQ_POLL
+	unsigned int i, offset = 0;
+
+	for (i = 0; i < shost->nr_maps; i++) {
+		map = &shost->tag_set.map[i];
+		map->queue_offset = offset;
+		if (i == HCTX_TYPE_DEFAULT)
+			map->nr_queues = dev->nr_irq;
+		else if (i == HCTX_TYPE_POLL)
+			map->nr_queues = dev->nr_poll;
+		else
+			map->nr_queues = 0;
+		if (!map->nr_queues)
+			continue;
+		if (i == HCTX_TYPE_POLL)
+			blk_mq_map_queues(map);
+		else
+			sqcq_map_irq_queues(dev, map);
+		offset += map->nr_queues;
+	}
+#else
+	map = &shost->tag_set.map[HCTX_TYPE_DEFAULT];
+	map->queue_offset = 0;
+	map->nr_queues = dev->nr_irq;
+	sqcq_map_irq_queues(dev, map);
+#endif
+	SQCQ_MAP_QUEUES_DONE;
+}
+
+/* ------------------------------------------------------------------ */
+/* Task management (control queue)                                     */
+/* ------------------------------------------------------------------ */
+
+static void sqcq_tmf_done(struct sqcq_dev *dev, void *buf)
+{
+	struct sqcq_tmf *tmf = buf;
+	unsigned long flags;
+	bool abandoned;
+
+	spin_lock_irqsave(&dev->ctrl.lock, flags);
+	abandoned = tmf->abandoned;
+	if (!abandoned)
+		complete(&tmf->done);
+	spin_unlock_irqrestore(&dev->ctrl.lock, flags);
+	if (abandoned) {
+		dev_info_ratelimited(&dev->vdev->dev,
+				     "late answer to a timed-out task-management request\n");
+		atomic_dec(&dev->tmf_unanswered);
+		kfree(tmf);
+	}
+}
+
+static const char *sqcq_tmf_name(u32 subtype)
+{
+	switch (subtype) {
+	case VIRTIO_SCSI_T_TMF_ABORT_TASK:
+		return "ABORT TASK";
+	case VIRTIO_SCSI_T_TMF_LOGICAL_UNIT_RESET:
+		return "LOGICAL UNIT RESET";
+	}
+	return "TMF";
+}
+
+/*
+ * Send a TMF and wait for its answer, at most SQCQ_TMF_TIMEOUT.  Returns
+ * SUCCESS or FAILED (the SCSI EH values).
+ */
+static int sqcq_send_tmf(struct sqcq_dev *dev, struct scsi_cmnd *sc,
+			 u32 subtype, u64 tag)
+{
+	struct virtio_device *vdev = dev->vdev;
+	struct scatterlist out, in, *sgs[2] = { &out, &in };
+	struct sqcq_vq *q = &dev->ctrl;
+	struct sqcq_tmf *tmf;
+	unsigned long flags;
+	struct virtqueue *kick = NULL;
+	bool answered;
+	int ret;
+	u8 resp;
+
+	/*
+	 * A control queue that let one TMF time out is not asked again until
+	 * it answers: error handling must not wait a timeout per command.
+	 */
+	if (atomic_read(&dev->tmf_unanswered)) {
+		sdev_printk(KERN_ERR, sc->device,
+			    "%s: not sent, the device has not answered %d earlier task-management request(s)\n",
+			    sqcq_tmf_name(subtype),
+			    atomic_read(&dev->tmf_unanswered));
+		return FAILED;
+	}
+	tmf = kzalloc(sizeof(*tmf), GFP_NOIO);
+	if (!tmf)
+		return FAILED;
+	init_completion(&tmf->done);
+	tmf->req.type = cpu_to_virtio32(vdev, VIRTIO_SCSI_T_TMF);
+	tmf->req.subtype = cpu_to_virtio32(vdev, subtype);
+	tmf->req.tag = cpu_to_virtio64(vdev, tag);
+	sqcq_encode_lun(tmf->req.lun, sc->device);
+	sg_init_one(&out, &tmf->req, sizeof(tmf->req));
+	sg_init_one(&in, &tmf->resp, sizeof(tmf->resp));
+
+	spin_lock_irqsave(&q->lock, flags);
+	ret = q->vq ? virtqueue_add_sgs(q->vq, sgs, 1, 1, tmf, GFP_ATOMIC)
+		    : -ENODEV;
+	if (!ret) {
+		q->st.requests++;
+		if (virtqueue_kick_prepare(q->vq)) {
+			q->st.kicks++;
+			kick = q->vq;
+		}
+	}
+	spin_unlock_irqrestore(&q->lock, flags);
+	if (ret) {
+		sdev_printk(KERN_ERR, sc->device,
+			    "%s: cannot queue on the control queue (%d)\n",
+			    sqcq_tmf_name(subtype), ret);
+		kfree(tmf);
+		return FAILED;
+	}
+	sqcq_vq_notify(kick);
+
+	if (!wait_for_completion_timeout(&tmf->done, SQCQ_TMF_TIMEOUT)) {
+		/* A lost interrupt must not look like a dead device. */
+		sqcq_vq_drain(q, SQCQ_SRC_EH);
+		spin_lock_irqsave(&q->lock, flags);
+		answered = completion_done(&tmf->done);
+		if (!answered) {
+			tmf->abandoned = true;	/* freed by whoever sees it */
+			atomic_inc(&dev->tmf_unanswered);
+		}
+		spin_unlock_irqrestore(&q->lock, flags);
+		if (!answered) {
+			atomic64_inc(&dev->tmf_timeouts);
+			sdev_printk(KERN_ERR, sc->device,
+				    "%s: no answer from the device after %u s; giving up\n",
+				    sqcq_tmf_name(subtype),
+				    SQCQ_TMF_TIMEOUT / HZ);
+			return FAILED;
+		}
+	}
+
+	resp = tmf->resp.tmf.response;
+	kfree(tmf);
+	/* The device has finished with the commands concerned: reap them. */
+	sqcq_drain_requests(dev);
+	if (resp == SQCQ_VIRTIO_SCSI_S_FUNCTION_COMPLETE ||
+	    resp == VIRTIO_SCSI_S_FUNCTION_SUCCEEDED)
+		return SUCCESS;
+	sdev_printk(KERN_WARNING, sc->device, "%s: device answered %u\n",
+		    sqcq_tmf_name(subtype), resp);
+	return FAILED;
+}
+
+static int sqcq_eh_abort(struct scsi_cmnd *sc)
+{
+	struct sqcq_dev *dev = sqcq_shost_dev(sc->device->host);
+
+	scmd_printk(KERN_INFO, sc, "abort\n");
+	return sqcq_send_tmf(dev, sc, VIRTIO_SCSI_T_TMF_ABORT_TASK,
+			     blk_mq_unique_tag(scsi_cmd_to_rq(sc)));
+}
+
+static int sqcq_eh_device_reset(struct scsi_cmnd *sc)
+{
+	struct sqcq_dev *dev = sqcq_shost_dev(sc->device->host);
+
+	sdev_printk(KERN_INFO, sc->device, "LUN reset\n");
+	return sqcq_send_tmf(dev, sc, VIRTIO_SCSI_T_TMF_LOGICAL_UNIT_RESET, 0);
+}
+
+/* ------------------------------------------------------------------ */
+/* Events (hotplug, parameter changes)                                 */
+/* ------------------------------------------------------------------ */
+
+static void sqcq_event_post(struct sqcq_event *e)
+{
+	struct sqcq_dev *dev = e->dev;
+	struct sqcq_vq *q = &dev->event;
+	struct scatterlist sg;
+	unsigned long flags;
+	struct virtqueue *kick = NULL;
+	int ret = 0;
+
+	memset(&e->ev, 0, sizeof(e->ev));
+	sg_init_one(&sg, &e->ev, sizeof(e->ev));
+	spin_lock_irqsave(&q->lock, flags);
+	if (dev->events_on && q->vq) {
+		ret = virtqueue_add_inbuf(q->vq, &sg, 1, e, GFP_ATOMIC);
+		if (!ret) {
+			q->st.requests++;
+			if (virtqueue_kick_prepare(q->vq)) {
+				q->st.kicks++;
+				kick = q->vq;
+			}
+		}
+	}
+	spin_unlock_irqrestore(&q->lock, flags);
+	if (ret)
+		sqcq_err_rl(dev, "cannot post an event buffer (%d)\n", ret);
+	sqcq_vq_notify(kick);
+}
+
+static bool sqcq_event_lun(struct sqcq_dev *dev, const u8 *lun,
+			   unsigned int *target, u64 *l)
+{
+	if (lun[0] != 1) {
+		sqcq_err_rl(dev, "event for a LUN in an unknown format (%*ph)\n",
+			    8, lun);
+		return false;
+	}
+	*target = lun[1];
+	*l = ((lun[2] << 8) | lun[3]) & 0x3fff;
+	if (*target >= dev->shost->max_id || *l >= dev->shost->max_lun) {
+		sqcq_err_rl(dev, "event for target %u LUN %llu outside the device's range\n",
+			    *target, *l);
+		return false;
+	}
+	return true;
+}
+
+static void sqcq_event_reset(struct sqcq_dev *dev, struct virtio_scsi_event *ev)
+{
+	u32 reason = virtio32_to_cpu(dev->vdev, ev->reason);
+	struct scsi_device *sdev;
+	unsigned int target;
+	u64 lun;
+
+	if (!sqcq_event_lun(dev, ev->lun, &target, &lun))
+		return;
+	switch (reason) {
+	case VIRTIO_SCSI_EVT_RESET_RESCAN:
+		if (scsi_add_device(dev->shost, 0, target, lun))
+			dev_info(&dev->vdev->dev, "hotplugged %u:%llu could not be added\n",
+				 target, lun);
+		break;
+	case VIRTIO_SCSI_EVT_RESET_REMOVED:
+		sdev = scsi_device_lookup(dev->shost, 0, target, lun);
+		if (sdev) {
+			scsi_remove_device(sdev);
+			scsi_device_put(sdev);
+		}
+		break;
+	case VIRTIO_SCSI_EVT_RESET_HARD:
+		break;
+	default:
+		sqcq_err_rl(dev, "unknown transport reset reason %u\n", reason);
+	}
+}
+
+static void sqcq_event_param(struct sqcq_dev *dev, struct virtio_scsi_event *ev)
+{
+	u32 reason = virtio32_to_cpu(dev->vdev, ev->reason);
+	struct scsi_device *sdev;
+	unsigned int target;
+	u64 lun;
+
+	if (!sqcq_event_lun(dev, ev->lun, &target, &lun))
+		return;
+	sdev = scsi_device_lookup(dev->shost, 0, target, lun);
+	if (!sdev)
+		return;
+	/* ASC 0x2a (parameters changed), e.g. capacity data has changed. */
+	if ((reason & 0xff) == 0x2a)
+		sqcq_rescan_sdev(sdev);
+	scsi_device_put(sdev);
+}
+
+static void sqcq_event_work(struct work_struct *work)
+{
+	struct sqcq_event *e = container_of(work, struct sqcq_event, work);
+	struct sqcq_dev *dev = e->dev;
+	u32 event = virtio32_to_cpu(dev->vdev, e->ev.event);
+
+	if (event & VIRTIO_SCSI_T_EVENTS_MISSED) {
+		dev_info(&dev->vdev->dev, "events were missed; rescanning\n");
+		scsi_scan_host(dev->shost);
+		event &= ~VIRTIO_SCSI_T_EVENTS_MISSED;
+	}
+	switch (event) {
+	case VIRTIO_SCSI_T_NO_EVENT:
+		break;
+	case VIRTIO_SCSI_T_TRANSPORT_RESET:
+		sqcq_event_reset(dev, &e->ev);
+		break;
+	case VIRTIO_SCSI_T_PARAM_CHANGE:
+		sqcq_event_param(dev, &e->ev);
+		break;
+	default:
+		sqcq_err_rl(dev, "unknown event %#x\n", event);
+	}
+	sqcq_event_post(e);
+}
+
+static void sqcq_event_done(struct sqcq_dev *dev, void *buf,
+			    unsigned int len)
+{
+	struct sqcq_event *e = buf;
+	unsigned long flags;
+
+	if (len && len < sizeof(e->ev)) {
+		sqcq_err_rl(dev, "event: used length %u shorter than %zu; ignored\n",
+			    len, sizeof(e->ev));
+		atomic64_inc(&dev->bad_completions);
+		sqcq_event_post(e);
+		return;
+	}
+	spin_lock_irqsave(&dev->event.lock, flags);
+	if (dev->events_on)
+		queue_work(system_freezable_wq, &e->work);
+	spin_unlock_irqrestore(&dev->event.lock, flags);
+}
+
+static void sqcq_events_start(struct sqcq_dev *dev)
+{
+	unsigned long flags;
+	unsigned int i;
+
+	spin_lock_irqsave(&dev->event.lock, flags);
+	dev->events_on = true;
+	spin_unlock_irqrestore(&dev->event.lock, flags);
+	for (i = 0; i < SQCQ_NR_EVENTS; i++)
+		sqcq_event_post(&dev->events[i]);
+}
+
+/* After this, no event work runs and no event buffer is re-posted. */
+static void sqcq_events_stop(struct sqcq_dev *dev)
+{
+	unsigned long flags;
+	unsigned int i;
+
+	spin_lock_irqsave(&dev->event.lock, flags);
+	dev->events_on = false;
+	spin_unlock_irqrestore(&dev->event.lock, flags);
+	for (i = 0; i < SQCQ_NR_EVENTS; i++)
+		cancel_work_sync(&dev->events[i].work);
+}
+
+/* ------------------------------------------------------------------ */
+/* Virtqueue setup and teardown                                        */
+/* ------------------------------------------------------------------ */
+
+static struct sqcq_vq *sqcq_vq_at(struct sqcq_dev *dev, unsigned int index)
+{
+	if (index == SQCQ_VQ_CTRL)
+		return &dev->ctrl;
+	if (index == SQCQ_VQ_EVENT)
+		return &dev->event;
+	return &dev->req[index - SQCQ_VQ_REQ0];
+}
+
+static vq_callback_t *sqcq_vq_callback(const struct sqcq_vq *q)
+{
+	switch (q->kind) {
+	case SQCQ_KIND_CTRL:
+		return sqcq_ctrl_cb;
+	case SQCQ_KIND_EVENT:
+		return sqcq_event_cb;
+	case SQCQ_KIND_IRQ:
+		return sqcq_req_cb;
+	case SQCQ_KIND_POLL:
+		break;
+	}
+	return NULL;	/* poll queue: no interrupt vector at all */
+}
+
+/* virtio_find_vqs() takes a virtqueue_info array from 6.11 on. */
+static int sqcq_find_vqs(struct sqcq_dev *dev, unsigned int n,
+			 struct virtqueue **vqs, struct irq_affinity *desc)
+{
+	unsigned int i;
+	int ret;
+#ifdef SQCQ_HAVE_VIRTQUEUE_INFO
+	struct virtqueue_info *info;
+
+	info = kcalloc(n, sizeof(*info), GFP_KERNEL);
+	if (!info)
+		return -ENOMEM;
+	for (i = 0; i < n; i++) {
+		info[i].name = sqcq_vq_at(dev, i)->name;
+		info[i].callback = sqcq_vq_callback(sqcq_vq_at(dev, i));
+	}
+	ret = virtio_find_vqs(dev->vdev, n, vqs, info, desc);
+	kfree(info);
+#else
+	vq_callback_t **cbs;
+	const char **names;
+
+	cbs = kcalloc(n, sizeof(*cbs), GFP_KERNEL);
+	names = kcalloc(n, sizeof(*names), GFP_KERNEL);
+	if (!cbs || !names) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	for (i = 0; i < n; i++) {
+		names[i] = sqcq_vq_at(dev, i)->name;
+		cbs[i] = sqcq_vq_callback(sqcq_vq_at(dev, i));
+	}
+	ret = virtio_find_vqs(dev->vdev, n, vqs, cbs, names, desc);
+out:
+	kfree(names);
+	kfree(cbs);
+#endif
+	return ret;
+}
+
+static int sqcq_vqs_setup(struct sqcq_dev *dev)
+{
+	struct irq_affinity desc = { .pre_vectors = SQCQ_VQ_REQ0 };
+	unsigned int n = SQCQ_VQ_REQ0 + dev->nr_req, i;
+	struct virtqueue **vqs;
+	unsigned long flags;
+	int ret;
+
+	vqs = kcalloc(n, sizeof(*vqs), GFP_KERNEL);
+	if (!vqs)
+		return -ENOMEM;
+	ret = sqcq_find_vqs(dev, n, vqs, &desc);
+	if (ret)
+		goto out;
+	for (i = 0; i < n; i++) {
+		struct sqcq_vq *q = sqcq_vq_at(dev, i);
+
+		spin_lock_irqsave(&q->lock, flags);
+		q->vq = vqs[i];
+		q->broken_seen = false;
+		/* Poll queues: tell the device not to bother interrupting. */
+		if (q->kind == SQCQ_KIND_POLL)
+			virtqueue_disable_cb(q->vq);
+		spin_unlock_irqrestore(&q->lock, flags);
+	}
+	/* The driver chooses the CDB and sense sizes of its requests. */
+	virtio_cwrite32(dev->vdev, offsetof(struct virtio_scsi_config, cdb_size),
+			VIRTIO_SCSI_CDB_SIZE);
+	virtio_cwrite32(dev->vdev,
+			offsetof(struct virtio_scsi_config, sense_size),
+			VIRTIO_SCSI_SENSE_SIZE);
+out:
+	kfree(vqs);
+	return ret;
+}
+
+/* Give back what a reset device still held. */
+static void sqcq_reclaim(struct sqcq_dev *dev, struct sqcq_vq *q, void *buf)
+{
+	struct sqcq_tmf *tmf;
+	struct scsi_cmnd *sc;
+	unsigned long flags;
+	bool abandoned;
+
+	switch (q->kind) {
+	case SQCQ_KIND_CTRL:
+		tmf = buf;
+		spin_lock_irqsave(&q->lock, flags);
+		abandoned = tmf->abandoned;
+		if (!abandoned) {
+			tmf->resp.tmf.response = VIRTIO_SCSI_S_FAILURE;
+			complete(&tmf->done);
+		}
+		spin_unlock_irqrestore(&q->lock, flags);
+		if (abandoned) {
+			atomic_dec(&dev->tmf_unanswered);
+			kfree(tmf);
+		}
+		break;
+	case SQCQ_KIND_EVENT:
+		break;	/* embedded in dev */
+	default:
+		sc = buf;
+		sc->result = DID_NO_CONNECT << 16;
+		sqcq_scsi_done(sc);
+		break;
+	}
+}
+
+/*
+ * Reset the device and delete its virtqueues.  After the reset the device
+ * no longer touches any buffer, so everything still on the rings is handed
+ * back: outstanding TMFs fail, abandoned ones are freed, commands end with
+ * DID_NO_CONNECT.
+ */
+static void sqcq_vqs_teardown(struct sqcq_dev *dev)
+{
+	unsigned int n = SQCQ_VQ_REQ0 + dev->nr_req, i;
+	unsigned long flags;
+	struct virtqueue *vq;
+	void *buf;
+
+	virtio_reset_device(dev->vdev);
+	for (i = 0; i < n; i++) {
+		struct sqcq_vq *q = sqcq_vq_at(dev, i);
+
+		spin_lock_irqsave(&q->lock, flags);
+		vq = q->vq;
+		q->vq = NULL;	/* drains and submitters now back off */
+		spin_unlock_irqrestore(&q->lock, flags);
+		if (!vq)
+			continue;
+		while ((buf = virtqueue_detach_unused_buf(vq)))
+			sqcq_reclaim(dev, q, buf);
+	}
+	dev->vdev->config->del_vqs(dev->vdev);
+	/* No callback can run any more: no event work can be queued again. */
+	for (i = 0; i < SQCQ_NR_EVENTS; i++)
+		cancel_work_sync(&dev->events[i].work);
+}
+
+static bool sqcq_wants_events(struct virtio_device *vdev)
+{
+	return virtio_has_feature(vdev, VIRTIO_SCSI_F_HOTPLUG) ||
+	       virtio_has_feature(vdev, VIRTIO_SCSI_F_CHANGE);
+}
+
+/* ------------------------------------------------------------------ */
+/* debugfs: /sys/kernel/debug/virtio_scsi_sqcq/<device>/                */
+/* ------------------------------------------------------------------ */
+
+static void sqcq_show_vq(struct seq_file *m, struct sqcq_vq *q)
+{
+	seq_printf(m, "%-10s %-5s %-7s %llu %llu %llu %llu %llu\n", q->name,
+		   sqcq_kind_name(q->kind), "classic",
+		   READ_ONCE(q->st.requests), READ_ONCE(q->st.kicks),
+		   READ_ONCE(q->st.interrupts), READ_ONCE(q->st.polls),
+		   READ_ONCE(q->st.completions));
+}
+
+static int sqcq_queues_show(struct seq_file *m, void *v)
+{
+	struct sqcq_dev *dev = m->private;
+	unsigned int i;
+
+	seq_puts(m, "queue      type  mode    requests kicks interrupts polls completions\n");
+	sqcq_show_vq(m, &dev->ctrl);
+	sqcq_show_vq(m, &dev->event);
+	for (i = 0; i < dev->nr_req; i++)
+		sqcq_show_vq(m, &dev->req[i]);
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(sqcq_queues);
+
+static int sqcq_info_show(struct seq_file *m, void *v)
+{
+	struct sqcq_dev *dev = m->private;
+	struct Scsi_Host *shost = dev->shost;
+
+	seq_printf(m, "mode: classic\n");
+	seq_printf(m, "host: %u\n", shost->host_no);
+	seq_printf(m, "request_queues: %u\n", dev->nr_req);
+	seq_printf(m, "interrupt_queues: %u\n", dev->nr_irq);
+	seq_printf(m, "poll_queues: %u\n", dev->nr_poll);
+	seq_printf(m, "can_queue: %d\n", shost->can_queue);
+	seq_printf(m, "cmd_per_lun: %d\n", shost->cmd_per_lun);
+	seq_printf(m, "sg_tablesize: %u\n", shost->sg_tablesize);
+	seq_printf(m, "max_sectors: %u\n", shost->max_sectors);
+	seq_printf(m, "max_id: %u\n", shost->max_id);
+	seq_printf(m, "max_lun: %llu\n", (unsigned long long)shost->max_lun);
+	seq_printf(m, "t10_pi: %d\n", dev->pi);
+	seq_printf(m, "hotplug: %d\n",
+		   virtio_has_feature(dev->vdev, VIRTIO_SCSI_F_HOTPLUG));
+	seq_printf(m, "bad_completions: %lld\n",
+		   (long long)atomic64_read(&dev->bad_completions));
+	seq_printf(m, "tmf_timeouts: %lld\n",
+		   (long long)atomic64_read(&dev->tmf_timeouts));
+	seq_printf(m, "tmf_unanswered: %d\n",
+		   atomic_read(&dev->tmf_unanswered));
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(sqcq_info);
+
+static void sqcq_debugfs_add(struct sqcq_dev *dev)
+{
+	dev->dbg = debugfs_create_dir(dev_name(&dev->vdev->dev), sqcq_debugfs);
+	debugfs_create_file("queues", 0444, dev->dbg, dev, &sqcq_queues_fops);
+	debugfs_create_file("info", 0444, dev->dbg, dev, &sqcq_info_fops);
+}
+
+/* ------------------------------------------------------------------ */
+/* Probe, remove, PM                                                   */
+/* ------------------------------------------------------------------ */
+
+static struct scsi_host_template sqcq_sht = {
+	.module			= THIS_MODULE,
+	.name			= "Virtio SCSI HBA (sqcq)",
+	.proc_name		= KBUILD_MODNAME,
+	.this_id		= -1,
+	.cmd_size		= sizeof(struct sqcq_cmd),
+	.queuecommand		= sqcq_queuecommand,
+	.commit_rqs		= sqcq_commit_rqs,
+#ifdef SQCQ_HAVE_SCSI_MQ_POLL
+	.mq_poll		= sqcq_mq_poll,
+#endif
+	.map_queues		= sqcq_map_queues,
+	.change_queue_depth	= scsi_change_queue_depth,
+	.eh_abort_handler	= sqcq_eh_abort,
+	.eh_device_reset_handler = sqcq_eh_device_reset,
+	.can_queue		= 1024,
+	.dma_boundary		= UINT_MAX,
+	.track_queue_depth	= 1,
+};
+
+#define sqcq_cread32(vdev, field) \
+	virtio_cread32(vdev, offsetof(struct virtio_scsi_config, field))
+
+/* Decide how many request queues of each kind this device gets. */
+static void sqcq_size_queues(struct virtio_device *vdev, unsigned int *nr_req,
+			     unsigned int *nr_poll)
+{
+	unsigned int cfg = sqcq_cread32(vdev, num_queues);
+	unsigned int want_poll = 0;
+
+	if (SQCQ_POLL_QUEUES_SUPPORTED)
+		want_poll = READ_ONCE(poll_queues);
+	if (!cfg) {
+		dev_warn(&vdev->dev, "device reports 0 request queues; using 1\n");
+		cfg = 1;
+	}
+	/* One interrupt queue per CPU at most; poll queues come on top. */
+	*nr_req = min(cfg, nr_cpu_ids + want_poll);
+	*nr_poll = min(want_poll, *nr_req - 1);
+	if (*nr_poll < want_poll)
+		dev_info(&vdev->dev, "poll_queues=%u: only %u possible with %u request queues (one interrupt queue stays)\n",
+			 want_poll, *nr_poll, *nr_req);
+}
+
+static void sqcq_init_vq(struct sqcq_dev *dev, struct sqcq_vq *q,
+			 enum sqcq_vq_kind kind, const char *name)
+{
+	spin_lock_init(&q->lock);
+	q->dev = dev;
+	q->kind = kind;
+	strscpy(q->name, name, sizeof(q->name));
+}
+
+static void sqcq_init_dev(struct sqcq_dev *dev, struct Scsi_Host *shost,
+			  struct virtio_device *vdev, unsigned int nr_req,
+			  unsigned int nr_poll)
+{
+	char name[20];
+	unsigned int i;
+
+	dev->vdev = vdev;
+	dev->shost = shost;
+	dev->nr_req = nr_req;
+	dev->nr_poll = nr_poll;
+	dev->nr_irq = nr_req - nr_poll;
+	atomic64_set(&dev->bad_completions, 0);
+	atomic64_set(&dev->tmf_timeouts, 0);
+	atomic_set(&dev->tmf_unanswered, 0);
+	sqcq_init_vq(dev, &dev->ctrl, SQCQ_KIND_CTRL, "control");
+	sqcq_init_vq(dev, &dev->event, SQCQ_KIND_EVENT, "event");
+	for (i = 0; i < nr_req; i++) {
+		snprintf(name, sizeof(name), "request%u", i);
+		sqcq_init_vq(dev, &dev->req[i], i < dev->nr_irq ?
+			     SQCQ_KIND_IRQ : SQCQ_KIND_POLL, name);
+	}
+	for (i = 0; i < SQCQ_NR_EVENTS; i++) {
+		dev->events[i].dev = dev;
+		INIT_WORK(&dev->events[i].work, sqcq_event_work);
+	}
+}
+
+/* Apply the device's limits (virtio_scsi_config) to the SCSI host. */
+static void sqcq_apply_config(struct sqcq_dev *dev)
+{
+	struct virtio_device *vdev = dev->vdev;
+	struct Scsi_Host *shost = dev->shost;
+	u32 seg_max = sqcq_cread32(vdev, seg_max);
+	u32 max_sectors = sqcq_cread32(vdev, max_sectors);
+	u32 cmd_per_lun = sqcq_cread32(vdev, cmd_per_lun);
+	u32 event_size = sqcq_cread32(vdev, event_info_size);
+	u32 max_target = virtio_cread16(vdev,
+			offsetof(struct virtio_scsi_config, max_target));
+	u32 max_lun = sqcq_cread32(vdev, max_lun);
+	unsigned int ring = virtqueue_get_vring_size(dev->req[0].vq);
+
+	shost->can_queue = ring;
+	shost->sg_tablesize = clamp_t(u32, seg_max, 1, 0xffff);
+	shost->max_sectors = max_sectors ? min_t(u32, max_sectors, UINT_MAX >> 9)
+					 : 0xffff;
+	shost->cmd_per_lun = clamp_t(u32, cmd_per_lun, 1, ring);
+	shost->max_channel = 0;
+	shost->max_id = min_t(u32, max_target, SQCQ_MAX_TARGET) + 1;
+	shost->max_lun = min_t(u32, max_lun, SQCQ_MAX_LUN) + 1;
+	shost->max_cmd_len = VIRTIO_SCSI_CDB_SIZE;
+	shost->max_segment_size = min_t(size_t, virtio_max_dma_size(vdev),
+					UINT_MAX);
+	shost->nr_hw_queues = dev->nr_req;
+#ifdef SQCQ_HAVE_SCSI_MQ_POLL
+	shost->nr_maps = dev->nr_poll ? HCTX_MAX_TYPES : 1;
+#endif
+	if (event_size && event_size < sizeof(struct virtio_scsi_event))
+		dev_warn(&vdev->dev, "event_info_size %u is smaller than an event (%zu); events may be cut short\n",
+			 event_size, sizeof(struct virtio_scsi_event));
+
+	if (virtio_has_feature(vdev, VIRTIO_SCSI_F_T10_PI)) {
+		dev->pi = true;
+		scsi_host_set_prot(shost, SHOST_DIF_TYPE1_PROTECTION |
+				   SHOST_DIF_TYPE2_PROTECTION |
+				   SHOST_DIF_TYPE3_PROTECTION |
+				   SHOST_DIX_TYPE1_PROTECTION |
+				   SHOST_DIX_TYPE2_PROTECTION |
+				   SHOST_DIX_TYPE3_PROTECTION);
+		scsi_host_set_guard(shost, SHOST_DIX_GUARD_CRC);
+		shost->sg_prot_tablesize = shost->sg_tablesize;
+	}
+}
+
+static int sqcq_probe(struct virtio_device *vdev)
+{
+	unsigned int nr_req, nr_poll;
+	struct Scsi_Host *shost;
+	struct sqcq_dev *dev;
+	int ret;
+
+	if (!vdev->config->get) {
+		dev_err(&vdev->dev, "config space is not accessible\n");
+		return -EINVAL;
+	}
+	sqcq_size_queues(vdev, &nr_req, &nr_poll);
+
+	shost = scsi_host_alloc(&sqcq_sht, struct_size(dev, req, nr_req));
+	if (!shost)
+		return -ENOMEM;
+	dev = sqcq_shost_dev(shost);
+	sqcq_init_dev(dev, shost, vdev, nr_req, nr_poll);
+	vdev->priv = shost;
+
+	ret = sqcq_vqs_setup(dev);
+	if (ret) {
+		dev_err(&vdev->dev, "cannot set up %u virtqueues (%d)\n",
+			SQCQ_VQ_REQ0 + nr_req, ret);
+		goto err_put;
+	}
+	sqcq_apply_config(dev);
+
+	ret = scsi_add_host(shost, &vdev->dev);
+	if (ret)
+		goto err_vqs;
+	virtio_device_ready(vdev);
+	if (sqcq_wants_events(vdev))
+		sqcq_events_start(dev);
+	sqcq_debugfs_add(dev);
+
+	dev_info(&vdev->dev, "host%u: %u request queues (%u interrupt, %u poll%s), classic mode%s\n",
+		 shost->host_no, dev->nr_req, dev->nr_irq, dev->nr_poll,
+		 SQCQ_POLL_QUEUES_SUPPORTED ? "" :
+		 ": unavailable on this kernel, no SCSI mq_poll",
+		 dev->pi ? ", T10-PI" : "");
+	scsi_scan_host(shost);
+	return 0;
+
+err_vqs:
+	sqcq_vqs_teardown(dev);
+err_put:
+	vdev->priv = NULL;
+	scsi_host_put(shost);
+	return ret;
+}
+
+static void sqcq_remove(struct virtio_device *vdev)
+{
+	struct Scsi_Host *shost = vdev->priv;
+	struct sqcq_dev *dev = sqcq_shost_dev(shost);
+
+	debugfs_remove_recursive(dev->dbg);
+	sqcq_events_stop(dev);
+	/* Outstanding commands still complete through the live rings. */
+	scsi_remove_host(shost);
+	sqcq_vqs_teardown(dev);
+	vdev->priv = NULL;
+	scsi_host_put(shost);
+}
+
+#ifdef CONFIG_PM_SLEEP
+static int sqcq_freeze(struct virtio_device *vdev)
+{
+	struct sqcq_dev *dev = sqcq_shost_dev(vdev->priv);
+
+	sqcq_events_stop(dev);
+	sqcq_vqs_teardown(dev);
+	return 0;
+}
+
+static int sqcq_restore(struct virtio_device *vdev)
+{
+	struct sqcq_dev *dev = sqcq_shost_dev(vdev->priv);
+	int ret;
+
+	ret = sqcq_vqs_setup(dev);
+	if (ret)
+		return ret;
+	virtio_device_ready(vdev);
+	if (sqcq_wants_events(vdev))
+		sqcq_events_start(dev);
+	return 0;
+}
+#endif
+
+static const struct virtio_device_id sqcq_id_table[] = {
+	{ VIRTIO_ID_SCSI, VIRTIO_DEV_ANY_ID },
+	{ 0 },
+};
+
+static unsigned int sqcq_features[] = {
+	VIRTIO_SCSI_F_HOTPLUG,
+	VIRTIO_SCSI_F_CHANGE,
+	VIRTIO_SCSI_F_T10_PI,
+};
+
+static struct virtio_driver sqcq_driver = {
+	.driver.name		= KBUILD_MODNAME,
+	.driver.owner		= THIS_MODULE,
+	.id_table		= sqcq_id_table,
+	.feature_table		= sqcq_features,
+	.feature_table_size	= ARRAY_SIZE(sqcq_features),
+	.probe			= sqcq_probe,
+	.remove			= sqcq_remove,
+#ifdef CONFIG_PM_SLEEP
+	.freeze			= sqcq_freeze,
+	.restore		= sqcq_restore,
+#endif
+};
 
 static int sqcq_params_show(struct seq_file *m, void *v)
 {
@@ -83,16 +1483,26 @@ DEFINE_SHOW_ATTRIBUTE(sqcq_params);
 
 static int __init sqcq_guest_init(void)
 {
+	int ret;
+
 	sqcq_debugfs = debugfs_create_dir(KBUILD_MODNAME, NULL);
 	debugfs_create_file("params", 0444, sqcq_debugfs, NULL,
 			    &sqcq_params_fops);
-	pr_info("version %s loaded (skeleton: no virtio driver registered yet)\n",
-		SQCQ_PKG_VERSION);
+	ret = register_virtio_driver(&sqcq_driver);
+	if (ret) {
+		pr_err("cannot register the virtio driver (%d)\n", ret);
+		debugfs_remove_recursive(sqcq_debugfs);
+		return ret;
+	}
+	pr_info("version %s loaded%s\n", SQCQ_PKG_VERSION,
+		SQCQ_POLL_QUEUES_SUPPORTED ? "" :
+		" (poll queues unavailable on this kernel: no SCSI mq_poll)");
 	return 0;
 }
 
 static void __exit sqcq_guest_exit(void)
 {
+	unregister_virtio_driver(&sqcq_driver);
 	debugfs_remove_recursive(sqcq_debugfs);
 	pr_info("unloaded\n");
 }

@@ -36,9 +36,6 @@ load_deps() {
 k=$(uname -r)
 
 mountpoint -q /sys/kernel/debug || mount -t debugfs none /sys/kernel/debug
-# The guest module is a SCSI driver: scsi_mod (modular in Debian) must be
-# there before a plain insmod.
-modprobe -a scsi_mod 2>/dev/null
 
 for mod in $HOST $GUEST; do
 	case $mod in

@@ -1,0 +1,264 @@
+#!/bin/bash
+# Guest-module test, run INSIDE the test VM (tests/guest/run.sh boots it) as
+# root, with a QEMU virtio-scsi-pci (num_queues=4) carrying two scsi-hd
+# disks (target 0 and 1, LUN 0).  Prints one PASS:/FAIL: line per check.
+#
+# Usage: inside.sh KO
+#   KO: path of virtio_scsi_sqcq.ko built for the running kernel
+# Environment: SQCQ_RESULTS (host-visible directory; hotplug requests are
+# written there for run.sh, which drives the QEMU monitor).
+set -u
+KO=${1:?KO}
+MOD=virtio_scsi_sqcq
+DBG=/sys/kernel/debug/$MOD
+DRV=/sys/bus/virtio/drivers/$MOD
+fails=0
+k=$(uname -r)
+
+pass() { echo "PASS: guest $k $*"; }
+fail() { echo "FAIL: guest $k $*"; fails=$((fails + 1)); }
+check() {
+	local name=$1
+	shift
+	if "$@"; then pass "$name"; else fail "$name"; fi
+}
+log() { echo "guest-test: [${SECONDS}s] $*" >&2; }
+# No progress lines: they would share a line with the next PASS:.
+fio() { command fio --eta=never "$@"; }
+
+mountpoint -q /sys/kernel/debug || mount -t debugfs none /sys/kernel/debug
+modprobe -a scsi_mod sd_mod 2>/dev/null
+
+# ---- helpers -------------------------------------------------------------
+# The virtio device (virtioN) of the virtio-scsi controller.
+vdev_name() {
+	local d
+	for d in /sys/bus/virtio/devices/virtio*; do
+		[ "$(cat "$d/device")" = 0x0008 ] && { basename "$d"; return 0; }
+	done
+	return 1
+}
+# Our SCSI host number, if bound.
+our_host() {
+	local h
+	for h in /sys/class/scsi_host/host*; do
+		[ -e "$h" ] || continue
+		[ "$(cat "$h/proc_name" 2>/dev/null)" = $MOD ] &&
+			{ echo "${h##*/host}"; return 0; }
+	done
+	return 1
+}
+# Block devices of our host whose target is $1 ("" = all), sorted.
+our_disks() {
+	local h d t=${1:-}
+	h=$(our_host) || return 1
+	for d in /sys/class/scsi_host/host$h/device/target$h:0:$t*/$h:0:*/block/*; do
+		[ -e "$d" ] && echo "/dev/${d##*/}"
+	done | sort
+}
+# wait_for SECONDS CMD...: poll until CMD succeeds.
+wait_for() {
+	local n=$(($1 * 10))
+	shift
+	while [ $n -gt 0 ]; do
+		"$@" && return 0
+		sleep 0.1
+		n=$((n - 1))
+	done
+	return 1
+}
+ndisks() { our_disks "${1:-}" | wc -l; }
+has_disks() { [ "$(ndisks)" -ge "$1" ]; }
+disks_eq() { [ "$(ndisks)" = "$1" ]; }
+# queue_sum TYPE COLUMN: sum a column of the queues file over queues of TYPE
+# (columns: 4 requests 5 kicks 6 interrupts 7 polls 8 completions).
+queue_sum() {
+	awk -v t="$1" -v c="$2" 'NR > 1 && $2 == t { s += $c } END { print s + 0 }' \
+		"$DBG/$VDEV/queues"
+}
+info() { awk -v k="$1:" '$1 == k { print $2 }' "$DBG/$VDEV/info"; }
+# bind_ours: load the module (params in $@) and wait for both disks.
+bind_ours() {
+	insmod "$KO" "$@" || return 1
+	[ -e "$DRV/$VDEV" ] || return 1
+	wait_for 30 has_disks 2
+}
+fio_verify() {	# fio_verify NAME ENGINE DEV SIZE [extra fio args]
+	local name=$1 engine=$2 dev=$3 size=$4
+	shift 4
+	fio --name="$name" --filename="$dev" --ioengine="$engine" --direct=1 \
+		--rw=randwrite --bssplit=512/25:4k/40:16k/15:64k/12:256k/6:1m/2 \
+		--iodepth=32 --size="$size" --verify=crc32c --verify_fatal=1 \
+		--do_verify=1 --verify_state_save=0 --output="/tmp/fio-$name.log" "$@"
+}
+# A disk node must exist before fio runs: fio would create a plain file.
+disk_ready() { wait_for 30 test -b "$1"; }
+# io_flowing BASE: more than 200 requests were queued since BASE.
+io_flowing() { [ $(($(queue_sum irq 4) + $(queue_sum poll 4) - $1)) -gt 200 ]; }
+
+VDEV=$(vdev_name) || { fail "no virtio-scsi device in the VM"; exit 1; }
+log "virtio-scsi device: $VDEV"
+
+# ---- 1. the in-tree driver must let go ------------------------------
+log "section 1: the in-tree driver must let go"
+if [ -e /sys/bus/virtio/drivers/virtio_scsi/$VDEV ]; then
+	echo "$VDEV" >/sys/bus/virtio/drivers/virtio_scsi/unbind
+fi
+check "in-tree-virtio_scsi-not-bound" [ ! -e /sys/bus/virtio/drivers/virtio_scsi/$VDEV ]
+
+# ---- 2. bind ours with two poll queues ------------------------------
+log "section 2: bind ours with two poll queues"
+check "bind poll_queues=2" bind_ours poll_queues=2
+check "disks-visible ($(our_disks | tr '\n' ' '))" [ "$(ndisks)" = 2 ]
+check "debugfs-device-dir" test -r "$DBG/$VDEV/queues" -a -r "$DBG/$VDEV/info"
+check "debugfs-params-still-there" grep -q '^poll_queues: 2$' "$DBG/params"
+check "queues: 4 request = 2 interrupt + 2 poll" bash -c \
+	"[ '$(info request_queues)' = 4 ] && [ '$(info interrupt_queues)' = 2 ] &&
+	 [ '$(info poll_queues)' = 2 ]"
+DISK_A=$(our_disks 0 | head -n 1)
+DISK_B=$(our_disks 1 | head -n 1)
+log "disks: $DISK_A $DISK_B"
+both_ready() { disk_ready "$DISK_A" && disk_ready "$DISK_B"; }
+check "disk-nodes" both_ready
+check "io_poll-enabled" [ "$(cat /sys/block/${DISK_A#/dev/}/queue/io_poll 2>/dev/null)" = 1 ]
+
+# ---- 3. data integrity, libaio and io_uring, 512 B .. 1 MiB ---------
+log "section 3: data integrity, libaio and io_uring, 512 B .. 1 MiB"
+req0=$(( $(queue_sum irq 8) + $(queue_sum poll 8) ))
+fio_verify libaio libaio "$DISK_A" 64m &
+p1=$!
+fio_verify io_uring io_uring "$DISK_B" 64m &
+p2=$!
+wait $p1; r1=$?
+wait $p2; r2=$?
+check "fio-libaio-verify-crc32c" [ $r1 = 0 ]
+check "fio-io_uring-verify-crc32c" [ $r2 = 0 ]
+[ $r1 = 0 ] && [ $r2 = 0 ] || tail -n 20 /tmp/fio-libaio.log /tmp/fio-io_uring.log
+ios=$(( $(queue_sum irq 8) + $(queue_sum poll 8) - req0 ))
+log "request-queue completions during the verify run: $ios"
+check "at-least-10000-ios ($ios)" [ "$ios" -ge 10000 ]
+check "interrupt-queues-got-interrupts" [ "$(queue_sum irq 6)" -gt 0 ]
+check "poll-queues-idle-without-hipri" [ "$(queue_sum poll 8)" = 0 ]
+
+# ---- 4. polled I/O: io_uring --hipri completes on poll queues, no IRQ ---
+log "section 4: polled I/O: io_uring --hipri completes on poll queues, no IRQ"
+pc0=$(queue_sum poll 8)
+fio --name=hipri --filename="$DISK_A" --ioengine=io_uring --hipri=1 \
+	--direct=1 --rw=randwrite --bssplit=4k/70:64k/30 --iodepth=8 \
+	--size=24m --verify=crc32c --verify_fatal=1 --do_verify=1 \
+	--verify_state_save=0 --output=/tmp/fio-hipri.log
+r=$?
+check "fio-io_uring-hipri-verify" [ $r = 0 ]
+pc=$(( $(queue_sum poll 8) - pc0 ))
+log "poll-queue completions: $pc; poll-queue interrupts: $(queue_sum poll 6); polls: $(queue_sum poll 7)"
+cat "$DBG/$VDEV/queues" >&2
+check "poll-queues-completed-io ($pc)" [ "$pc" -ge 1000 ]
+check "poll-queues-zero-interrupts" [ "$(queue_sum poll 6)" = 0 ]
+check "poll-queues-polled" [ "$(queue_sum poll 7)" -gt 0 ]
+
+# ---- 5. QEMU monitor: hotplug (event queue), throttling (error handling) ---
+log "section 5: QEMU monitor: hotplug (event queue), throttling (error handling)"
+# monitor_req WHAT: ask run.sh (on the host) to run a monitor command; see
+# watch_monitor there for WHAT.
+monitor_req() {
+	rm -f "$SQCQ_RESULTS/monitor-done"
+	echo "$1" >"$SQCQ_RESULTS/monitor-request"
+	wait_for 30 test -e "$SQCQ_RESULTS/monitor-done"
+}
+if [ -n "${SQCQ_RESULTS:-}" ] && [ "${SQCQ_GUEST_MONITOR:-0}" = 1 ]; then
+	if monitor_req add; then
+		check "hotplug-add-lun (event queue)" wait_for 30 has_disks 3
+		monitor_req del
+		check "hotplug-remove-lun (event queue)" wait_for 30 disks_eq 2
+	else
+		fail "hotplug (host did not answer)"
+	fi
+
+	# A disk that answers slower than the SCSI timeout: commands time out,
+	# the abort TMF goes to the control queue, QEMU answers once the
+	# request is done; once an abort was seen the disk is unthrottled.
+	# Nothing may hang or go offline.
+	sdb=${DISK_B#/dev/}
+	echo 3 >/sys/block/$sdb/device/timeout
+	n0=$(dmesg | wc -l)
+	new_log() { dmesg | tail -n +$((n0 + 1)); }
+	aborted() { new_log | grep -q ' abort$'; }
+	if monitor_req throttle; then
+		fio --name=slow --filename="$DISK_B" --ioengine=libaio --direct=1 \
+			--rw=randread --bs=4k --iodepth=16 --number_ios=64 \
+			--output=/tmp/fio-slow.log &
+		p=$!
+		check "abort-tmf-issued" wait_for 90 aborted
+		monitor_req unthrottle
+		check "slow-disk-fio-ends" wait_for 120 bash -c "! kill -0 $p 2>/dev/null"
+		kill $p 2>/dev/null
+		wait $p 2>/dev/null
+		new_log | grep -E 'abort|reset|sqcq|timed out|offline' | tail -n 8 >&2
+		check "disk-still-running-after-eh" [ "$(cat /sys/block/$sdb/device/state)" = running ]
+		echo 30 >/sys/block/$sdb/device/timeout
+		check "io-after-eh-verify" fio_verify aftereh libaio "$DISK_B" 8m
+	else
+		fail "throttle (host did not answer)"
+	fi
+fi
+
+# ---- 6. unbind under I/O, bind again --------------------------------
+log "section 6: unbind under I/O, bind again"
+base=$(($(queue_sum irq 4) + $(queue_sum poll 4)))
+fio --name=busy --filename="$DISK_A" --ioengine=libaio --direct=1 \
+	--rw=randrw --bs=4k --iodepth=32 --time_based --runtime=60 \
+	--output=/tmp/fio-busy.log &
+p=$!
+check "io-flowing-before-unbind" wait_for 60 io_flowing $base
+echo "$VDEV" >"$DRV/unbind"
+r=$?
+check "unbind-under-io" test $r = 0 -a ! -e "$DRV/$VDEV"
+check "fio-ends-after-unbind" wait_for 60 bash -c "! kill -0 $p 2>/dev/null"
+wait $p 2>/dev/null
+check "debugfs-device-dir-gone" [ ! -e "$DBG/$VDEV" ]
+echo "$VDEV" >"$DRV/bind"
+check "rebind" wait_for 30 has_disks 2
+DISK_A=$(our_disks 0 | head -n 1)
+check "rebind-disk-node" disk_ready "$DISK_A"
+check "io-after-rebind" fio_verify rebind libaio "$DISK_A" 16m
+
+# ---- 7. rmmod under I/O ---------------------------------------------
+log "section 7: rmmod under I/O"
+# Whether an open disk pins the module depends on the kernel; both outcomes
+# must be clean: refused (the I/O goes on and verifies) or the host goes away
+# under the I/O (fio fails and ends, no hang, nothing in the kernel log).
+base=$(($(queue_sum irq 4) + $(queue_sum poll 4)))
+fio --name=busy2 --filename="$DISK_A" --ioengine=io_uring --direct=1 \
+	--rw=randwrite --bs=4k --iodepth=16 --size=32m --verify=crc32c \
+	--verify_fatal=1 --do_verify=1 --verify_state_save=0 \
+	--output=/tmp/fio-busy2.log &
+p=$!
+check "io-flowing-before-rmmod" wait_for 60 io_flowing $base
+if rmmod $MOD 2>/dev/null; then
+	log "rmmod went through while the disk was open"
+	pass "rmmod-under-io (host removed under I/O)"
+	check "fio-ends-after-rmmod" wait_for 60 bash -c "! kill -0 $p 2>/dev/null"
+	wait $p 2>/dev/null
+else
+	log "rmmod refused while the disk was open"
+	pass "rmmod-under-io (refused while in use)"
+	wait $p
+	check "io-survives-rmmod-attempt" [ $? = 0 ]
+	check "rmmod" rmmod $MOD
+fi
+check "module-gone" [ ! -d /sys/module/$MOD ]
+check "debugfs-dir-gone-after-rmmod" [ ! -e "$DBG" ]
+check "device-unbound-after-rmmod" [ -z "$(our_host)" ]
+
+# ---- 8. no poll queues: everything on interrupts --------------------
+log "section 8: no poll queues: everything on interrupts"
+check "bind poll_queues=0" bind_ours
+check "queues: 2 interrupt, 0 poll" bash -c \
+	"[ '$(info interrupt_queues)' = 2 ] && [ '$(info poll_queues)' = 0 ]"
+DISK_A=$(our_disks 0 | head -n 1)
+disk_ready "$DISK_A"
+check "fio-verify-no-poll-queues" fio_verify nopoll io_uring "$DISK_A" 16m
+check "rmmod-again" rmmod $MOD
+
+echo "guest tests: $fails failed"
+[ $fails = 0 ]

@@ -1,0 +1,129 @@
+#!/bin/bash
+# tests/guest/run.sh [--kernel ID] [--ko FILE] [--no-monitor] [--timeout S]
+#
+# The guest module (virtio_scsi_sqcq) against QEMU's own userspace
+# virtio-scsi: boots the test VM (tests/vm/run.sh) with
+#   -device virtio-scsi-pci,num_queues=4 and two scsi-hd disks (target 0
+#   and 1) backed by sparse files under /tmp,
+# the in-tree virtio_scsi blacklisted, and runs tests/guest/inside.sh there:
+# bind, fio crc32c verification with libaio and io_uring (512 B .. 1 MiB),
+# io_uring --hipri on two poll queues proven by the debugfs counters (I/O
+# completed there, 0 interrupts), LUN hotplug/unplug through the QEMU
+# monitor (event queue), a throttled disk that outlives the SCSI timeout
+# (abort TMFs on the control queue), unbind under I/O and rebind, rmmod
+# under I/O.  --no-monitor skips the monitor-driven parts.
+#
+# The module comes from out/<abi>/guest/ (tests/matrix.sh ID builds it) or
+# --ko. Prints PASS:/FAIL: lines; exit status 0 when all passed.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+cd "$ROOT"
+# shellcheck source=tests/lib/kernels.sh
+. tests/lib/kernels.sh
+
+id=6.1 ko="" hotplug=1 timeout_s=900
+while [ $# -gt 0 ]; do
+	case "$1" in
+	--kernel) id=$2; shift 2 ;;
+	--ko) ko=$2; shift 2 ;;
+	--no-monitor) hotplug=0; shift ;;
+	--timeout) timeout_s=$2; shift 2 ;;
+	*) sed -n '2,/^set -euo/p' "$0" | sed -e '$d' -e 's/^# \{0,1\}//' >&2; exit 2 ;;
+	esac
+done
+
+if [ -z "$ko" ]; then
+	abi=$(sqcq_kernel_abi "$id") || { echo "FAIL: guest $id: cannot resolve the ABI"; exit 1; }
+	ko=$ROOT/out/$abi/guest/virtio_scsi_sqcq.ko
+	if [ ! -f "$ko" ]; then
+		tests/matrix.sh "$id" >&2 || true
+	fi
+fi
+[ -f "$ko" ] || { echo "FAIL: guest $id: no module at $ko (tests/matrix.sh $id)"; exit 1; }
+command -v fio >/dev/null ||
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -q fio >&2
+
+work=$(mktemp -d /tmp/sqcq-guest.XXXXXX)
+mon=$work/monitor.sock
+watch_pid=""
+cleanup() {
+	[ -n "$watch_pid" ] && kill "$watch_pid" 2>/dev/null
+	rm -rf "$work"
+}
+trap cleanup EXIT
+mkdir -p "$work/results"
+for d in 0 1 2; do
+	truncate -s 1G "$work/disk$d.img"
+done
+
+# monitor COMMAND: one human-monitor command on the VM's socket.
+monitor() {
+	python3 - "$mon" "$1" <<'EOF'
+import re, socket, sys
+s = socket.socket(socket.AF_UNIX)
+s.connect(sys.argv[1])
+s.settimeout(5)
+def drain():
+    buf = b""
+    try:
+        while not buf.endswith(b"(qemu) "):
+            chunk = s.recv(4096)
+            if not chunk:
+                break
+            buf += chunk
+    except socket.timeout:
+        pass
+    return buf
+drain()
+s.sendall(sys.argv[2].encode() + b"\n")
+out = drain().decode(errors="replace")
+# The monitor echoes the command with terminal editing sequences; a
+# successful command prints nothing else, a failed one an error line.
+errs = [l for l in out.splitlines() if "rror" in l or "not found" in l]
+sys.stderr.write("monitor: %s -> %s\n" % (sys.argv[2],
+                 re.sub(r"\x1b\[[0-9;]*[A-Za-z]", "", errs[-1]) if errs else "ok"))
+EOF
+}
+
+# Answer the guest's monitor requests (inside.sh writes monitor-request):
+# LUN hotplug/unplug on target 2, and throttling disk 1 to a few IOPS (so
+# commands outlive the SCSI timeout and error handling runs).
+watch_monitor() {
+	local req
+	while sleep 0.5; do
+		[ -e "$work/results/monitor-request" ] || continue
+		req=$(cat "$work/results/monitor-request")
+		rm -f "$work/results/monitor-request"
+		case $req in
+		add) monitor "device_add scsi-hd,drive=d2,bus=scsi0.0,scsi-id=2,lun=0,id=hp2" || true ;;
+		del) monitor "device_del hp2" || true ;;
+		throttle) monitor "block_set_io_throttle d1 0 0 0 2 0 0" || true ;;
+		unthrottle) monitor "block_set_io_throttle d1 0 0 0 0 0 0" || true ;;
+		esac
+		touch "$work/results/monitor-done"
+	done
+}
+
+qargs=(
+	--qemu-arg -monitor --qemu-arg "unix:$mon,server=on,wait=off"
+	--qemu-arg -device --qemu-arg virtio-scsi-pci,id=scsi0,num_queues=4
+)
+for d in 0 1 2; do
+	qargs+=(--qemu-arg -drive
+		--qemu-arg "file=$work/disk$d.img,format=raw,if=none,id=d$d,cache=writeback")
+done
+for d in 0 1; do
+	qargs+=(--qemu-arg -device --qemu-arg "scsi-hd,drive=d$d,bus=scsi0.0,scsi-id=$d,lun=0")
+done
+
+if [ "$hotplug" = 1 ]; then
+	watch_monitor &
+	watch_pid=$!
+fi
+rc=0
+tests/vm/run.sh --kernel "$id" --smp 2 --mem 1024 --timeout "$timeout_s" \
+	--append " modprobe.blacklist=virtio_scsi" --results "$work/results" \
+	--env "SQCQ_GUEST_MONITOR=$hotplug" "${qargs[@]}" \
+	-- tests/guest/inside.sh "$ko" || rc=$?
+exit "$rc"
