@@ -6,7 +6,7 @@
 #   tests/run-all.sh                 all stages
 #   tests/run-all.sh unit model      only those stages
 #
-# Stages: unit model matrix vm pkg.  Each installs what it needs.  Downloads
+# Stages: unit model matrix vm host guest pkg.  Each installs what it needs.  Downloads
 # are cached under $SQCQ_CACHE (default /var/cache/virtio-sqcq).
 set -u
 cd "$(dirname "$0")/.." || exit 1
@@ -14,7 +14,7 @@ ROOT=$(pwd)
 export SQCQ_CACHE=${SQCQ_CACHE:-/var/cache/virtio-sqcq}
 . tests/lib/kernels.sh
 
-ALL_STAGES="unit model matrix vm pkg"
+ALL_STAGES="unit model matrix vm host guest pkg"
 STAGES=${*:-$ALL_STAGES}
 LOGDIR=$ROOT/out/logs
 mkdir -p "$LOGDIR"
@@ -70,6 +70,16 @@ vm_stage() {
 	return $rc
 }
 
+# The host module driven by the userspace client, and the guest driver
+# against QEMU's virtio-scsi, on each VM kernel.
+per_kernel() {
+	local script=$1 id rc=0
+	for id in $SQCQ_VM_KERNELS; do
+		"$script" --kernel "$id" || rc=1
+	done
+	return $rc
+}
+
 total_start=$(date +%s)
 for stage in $STAGES; do
 	case $stage in
@@ -77,6 +87,8 @@ for stage in $STAGES; do
 	model) run_stage model tests/model/run.sh ;;
 	matrix) run_stage matrix tests/matrix.sh ;;
 	vm) run_stage vm vm_stage ;;
+	host) run_stage host per_kernel tests/host/run.sh ;;
+	guest) run_stage guest per_kernel tests/guest/run.sh ;;
 	pkg) run_stage pkg tests/pkg/run.sh ;;
 	*) echo "FAIL: unknown stage $stage"; failed=$((failed + 1)) ;;
 	esac
