@@ -298,11 +298,35 @@ t_chroot_purge() {
 	ok "purged"
 }
 
+# A private module root for the VM: the 6.1 kernel's own modules (hard links
+# into the kernel cache) plus the DKMS-installed ones under updates/dkms,
+# indexed by depmod here (natively; depmod over 9p under TCG is far too
+# slow), so the VM runs a real `modprobe -d ROOT vhost_scsi_sqcq ...` that
+# resolves our modules and their dependencies.
+make_modroot() {
+	local k=$1 src root
+	src=$(ls -d "$SQCQ_CACHE"/kimage/*/lib/modules/"$k" 2>/dev/null | head -n 1)
+	[ -d "$src" ] || "$top/tests/vm/fetch-kernel.sh" 6.1 >/dev/null || return 1
+	src=$(ls -d "$SQCQ_CACHE"/kimage/*/lib/modules/"$k" 2>/dev/null | head -n 1)
+	[ -d "$src" ] || { echo "no cached kernel modules for $k"; return 1; }
+	root=$out/vm-modroot
+	rm -rf "$root"
+	mkdir -p "$root/lib/modules/$k/updates/dkms"
+	cp -al "$src/kernel" "$root/lib/modules/$k/" 2>/dev/null ||
+		cp -a "$src/kernel" "$root/lib/modules/$k/"
+	cp "$src"/modules.builtin* "$src"/modules.order "$root/lib/modules/$k/" 2>/dev/null
+	cp "$out/vm-modules/$k/"*.ko* "$root/lib/modules/$k/updates/dkms/"
+	depmod -b "$root" "$k" || { echo "depmod failed"; return 1; }
+	echo "$root"
+}
+
 t_vm_modprobe() {
-	local k=${kvers[0]}
+	local k=${kvers[0]} root
 	[ -x "$top/tests/vm/run.sh" ] || { echo "tests/vm/run.sh missing"; return 1; }
+	root=$(make_modroot "$k" | tail -n 1) && [ -d "$root" ] ||
+		{ echo "cannot build the module root: $root"; return 1; }
 	"$top/tests/vm/run.sh" --kernel 6.1 --timeout 300 -- \
-		"$top/tests/pkg/vm-modprobe.sh" "$out/vm-modules/$k" "$ver"
+		"$top/tests/pkg/vm-modprobe.sh" "$out/vm-modules/$k" "$ver" "$root"
 }
 
 only="$*"

@@ -1,7 +1,7 @@
 #!/bin/sh
 # SPDX-License-Identifier: GPL-2.0-only
 #
-# tests/pkg/vm-modprobe.sh MODDIR [VERSION]  -- runs INSIDE a test VM
+# tests/pkg/vm-modprobe.sh MODDIR [VERSION [MODROOT]]  -- runs INSIDE a test VM
 # (tests/vm/run.sh), as root.
 #
 # Loads the DKMS-built modules found in MODDIR (a copy of
@@ -9,15 +9,18 @@
 # parameters, reads them back from /sys/module, changes a runtime-writable
 # one, and unloads them.  Prints PASS:/FAIL: lines; exit status 1 on failure.
 #
-# modprobe proper cannot see MODDIR (the VM's /lib/modules is the kernel's own,
-# read-only; a private depmod'ed copy of it over 9p is far too slow under TCG),
-# so the module is loaded by modprobe if the VM's module tree has it, else by
-# modprobe of each dependency (modinfo depends) and insmod of the .ko.  The
-# PASS line says which.
+# With MODROOT (a module root whose lib/modules/<kver> holds the kernel's
+# modules plus ours under updates/dkms, depmod'ed on the build machine:
+# tests/pkg/run.sh makes it), the modules are loaded with
+# `modprobe -d MODROOT`, which resolves them and their dependencies the way
+# an installed system does, and nothing else is tried.  Without MODROOT the
+# VM's own tree is tried, then modprobe of each dependency and insmod of the
+# .ko; the PASS line says which.
 set -u
 
 moddir=${1:?usage: vm-modprobe.sh MODDIR [VERSION]}
 want_ver=${2:-}
+modroot=${3:-}
 kver=$(uname -r)
 fails=0
 idle=4321
@@ -39,6 +42,11 @@ ko_of() {
 load() {
 	m=$1
 	shift
+	if [ -n "$modroot" ]; then
+		modprobe -d "$modroot" "$m" "$@" 2>/tmp/modprobe.err || return 1
+		echo "modprobe -d $modroot (updates/dkms)"
+		return 0
+	fi
 	if modprobe -q "$m" "$@" 2>/dev/null; then
 		echo "modprobe"
 		return 0
@@ -62,6 +70,9 @@ check_module() {
 		return
 	}
 	ok=1
+	# The module running is the one DKMS built, not some other copy.
+	[ "$(cat "/sys/module/$m/srcversion" 2>/dev/null)" = "$(modinfo -F srcversion "$ko")" ] ||
+		{ fail "$m: loaded module is not $ko (srcversion differs)"; ok=0; }
 	for pv in "$@"; do
 		p=${pv%%=*} v=${pv#*=}
 		got=$(cat "/sys/module/$m/parameters/$p" 2>/dev/null)
