@@ -19,6 +19,20 @@ SQCQ_KVER=$(uname -r)
 export SQCQ_IN_VM=1 SQCQ_KVER SQCQ_RESULTS=/run/sqcq/out HOME=/tmp
 export TERM=dumb LANG=C.UTF-8 SHELL=/bin/bash
 
+# A working directory under the host's /tmp or /var/tmp is hidden by the
+# guest's own tmpfs there: bind the host's copy of its top directory back.
+for d in /tmp /var/tmp; do
+	case "$SQCQ_CWD" in
+	"$d"/*)
+		rel=${SQCQ_CWD#"$d"/}
+		top=${rel%%/*}
+		mkdir -p "$d/$top"
+		mount --bind "/run/sqcq/host$d/$top" "$d/$top" ||
+			note "cannot bind host $d/$top"
+		;;
+	esac
+done
+
 note "running command"
 read -r up _ </proc/uptime
 echo "$up" >"$ctl/uptime-start"

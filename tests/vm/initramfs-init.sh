@@ -57,7 +57,12 @@ mount -t tmpfs -o mode=755 tmpfs $r/run || fail "tmpfs on /run"
 mkdir -p $r/run/sqcq/ctl $r/run/sqcq/out $r/run/lock
 mount -t 9p -o "$p9,rw,cache=none" sqcqctl $r/run/sqcq/ctl || fail "mount sqcqctl"
 mount -t 9p -o "$p9,rw,cache=none" sqcqout $r/run/sqcq/out || fail "mount sqcqout"
+# The guest gets its own /tmp and /var/tmp, but a checkout (or anything a
+# test names) may live under the host's: keep the host's view of both under
+# /run/sqcq/host/ so stage 2 can bind the working directory back in place.
 for d in tmp var/tmp; do
+	mkdir -p $r/run/sqcq/host/$d
+	mount --bind $r/$d $r/run/sqcq/host/$d || fail "keep host /$d"
 	mount -t tmpfs -o mode=1777 tmpfs $r/$d || fail "tmpfs on /$d"
 done
 for d in dev proc sys; do
