@@ -146,6 +146,19 @@ t_timeout() {
 	expect "FAIL: vm-timeout printed" grep -q '^FAIL: vm-timeout' <<<"$out"
 }
 
+# A working directory under the host's /tmp (CI may clone there) must stay
+# visible although the guest mounts its own tmpfs on /tmp.
+t_cwd_tmp() {
+	local st=0 d out
+	d=$(mktemp -d /tmp/sqcq-cwd.XXXXXX)
+	echo "marker $$" >"$d/marker"
+	out=$("$run" --timeout 300 --cwd "$d" -- cat marker) || st=$?
+	rm -rf "$d"
+	echo "$out"
+	expect "status 0 (got $st)" [ "$st" = 0 ]
+	expect "host file read from a /tmp cwd" grep -q "marker $$" <<<"$out"
+}
+
 t_nested() {
 	local st=0 out="$tmp/out-nested" limit="${SQCQ_SELFTEST_NESTED_TIMEOUT:-900}"
 	# shellcheck disable=SC2016 # expanded in L1
@@ -162,7 +175,7 @@ t_nested() {
 	expect "L2 file came back" [ "$(cat "$out/l2/uname" 2>/dev/null)" = "$(cat "$SQCQ_CACHE/kimage/$(sqcq_vm_resolve_abi 6.1)/kver")" ]
 }
 
-all="log-parser boot-6.1 boot-7.2 exit-status dirty-log timeout nested"
+all="log-parser boot-6.1 boot-7.2 exit-status dirty-log timeout cwd-tmp nested"
 sqcq_vm_install_deps
 # shellcheck disable=SC2086 # a list of names
 [ $# -gt 0 ] || set -- $all
@@ -174,6 +187,7 @@ for t in "$@"; do
 	exit-status) check "$t" t_exit_status ;;
 	dirty-log) check "$t" t_dirty_log ;;
 	timeout) check "$t" t_timeout ;;
+	cwd-tmp) check "$t" t_cwd_tmp ;;
 	nested) check "$t" t_nested ;;
 	*) sqcq_die "unknown test $t (known: $all)" ;;
 	esac
