@@ -7,7 +7,8 @@
 # source tree under out/<abi>/, where the VM tests pick the .ko files up.
 #
 # Per kernel it
-#   1. resolves the id to an ABI (e.g. 6.1 -> 6.1.0-57),
+#   1. resolves the id to an ABI (e.g. 6.1 -> 6.1.0-57; the answer is kept
+#      in $SQCQ_CACHE/matrix/abi.<id> until the package lists are refreshed),
 #   2. makes sure $SQCQ_CACHE/kheaders/<abi>/ holds the unpacked
 #      linux-headers-<abi>-{amd64,common} and linux-kbuild-* packages, with
 #      the absolute /usr/src paths of the -amd64 Makefile pointed at the
@@ -17,13 +18,16 @@
 #   3. for kernels whose kbuild tools need a newer libc/compiler than
 #      bookworm's (trixie, sid), makes sure a debootstrap chroot
 #      $SQCQ_CACHE/chroots/<suite>/ exists, holding the compiler named by
-#      the headers and that suite's pahole (7.2 refuses modules whose BTF
-#      does not match),
+#      the headers (installed into an existing chroot when sid moves on)
+#      and that suite's pahole (7.2 refuses modules whose BTF it cannot
+#      match; a pahole other than the kernel's is noted on stderr),
 #   4. copies the sources (git's tracked and untracked-not-ignored files) to
 #      out/<abi>/, runs `make -C <headers> M=out/<abi> W=1 KCFLAGS=-Werror
-#      modules` (in the chroot where needed) and checks that both .ko files
-#      exist, that their vermagic names this kernel and that the build log
-#      holds no warning at all (modpost's are not covered by -Werror).
+#      modules` (in the chroot where needed; with CC=gcc-12 where the
+#      headers name a compiler bookworm lacks: 5.10's gcc-10) and checks
+#      that both .ko files exist, that their vermagic names this kernel and
+#      that the build log holds no warning at all (-Werror covers only the
+#      compiler, not modpost, objtool or pahole).
 #
 # Output: one line per kernel on stdout,
 #     PASS: build <id> (<abi>) <seconds>s
@@ -36,7 +40,8 @@
 # chroots/. Cached entries only ever appear by renaming a finished temporary
 # directory, so an interrupted run never leaves a half tree that later counts
 # as cached. Needs root (apt-get, debootstrap, chroot, mount); runs
-# unattended on a fresh Debian 12 machine, installing what it needs.
+# unattended on a fresh Debian 12 machine, installing what it needs. One run
+# at a time per cache and per out/ (flock).
 #
 # Environment:
 #   MATRIX_FETCH_ONLY=1  only download and prepare (headers, chroots); the
@@ -204,6 +209,9 @@ fetch_headers() {
 	for p in "$KH/.tmp.$abi".* "$dest"; do safe_rm "$p"; done
 	tmp=$(mktemp -d "$KH/.tmp.$abi.XXXXXX")
 	chmod 755 "$tmp"
+	# Gone once renamed into place; otherwise (failure) remove it.
+	# shellcheck disable=SC2064 # expand now: tmp is local
+	trap "safe_rm '$tmp'" EXIT
 
 	hdr=linux-headers-$abi-amd64
 	# One apt-cache call (each one parses ~80 MB of package lists): every
@@ -261,6 +269,23 @@ fetch_headers() {
 
 # ------------------------------------------------------------ the chroots --
 
+# new_mount_ns CMD...: run CMD in a new, private mount namespace: what it
+# mounts is seen by nobody else and disappears with it. Where / is no mount
+# point (this script itself running in a chroot) its propagation cannot be
+# made private; the namespace is then only new, and mounts below a shared
+# mount may show outside while CMD runs (in_chroot's trap removes them).
+NS_PROPAGATION=
+new_mount_ns() {
+	if [ -z "$NS_PROPAGATION" ]; then
+		NS_PROPAGATION=private
+		unshare --mount --propagation private true 2>/dev/null || {
+			NS_PROPAGATION=unchanged
+			log "note: / is no mount point here; mounts may show outside"
+		}
+	fi
+	unshare --mount --propagation "$NS_PROPAGATION" -- "$@"
+}
+
 # in_chroot ROOTDIR CMD...: run CMD in the chroot, in a private mount
 # namespace where /proc, the headers cache (read-only) and, when BIND is
 # set, the directory $BIND are mounted at the same paths as outside.
@@ -268,7 +293,7 @@ in_chroot() {
 	local r=$1
 	shift
 	# shellcheck disable=SC2016 # expanded by the inner shell
-	unshare --mount --propagation private -- /bin/bash -euo pipefail -c '
+	new_mount_ns /bin/bash -euo pipefail -c '
 		r=$1 kh=$2 bind=$3
 		shift 3
 		mounted=()
@@ -314,10 +339,11 @@ ensure_chroot() {
 		for p in "$CHROOTS/.tmp.$suite".* "$r"; do safe_rm "$p"; done
 		tmp=$(mktemp -d "$CHROOTS/.tmp.$suite.XXXXXX")
 		chmod 755 "$tmp"
+		# shellcheck disable=SC2064 # expand now: tmp is local
+		trap "safe_rm '$tmp'" EXIT
 		# In its own mount namespace, so that whatever debootstrap mounts
 		# inside the target goes away with it even if it is killed.
-		if ! unshare --mount --propagation private -- \
-			debootstrap --variant=minbase --include="$(IFS=,; echo "${pkgs[*]}")" \
+		if ! new_mount_ns debootstrap --variant=minbase --include="$(IFS=,; echo "${pkgs[*]}")" \
 			"$suite" "$tmp" "$SQCQ_MIRROR"; then
 			[ ! -f "$tmp/debootstrap/debootstrap.log" ] ||
 				tail -n "$LOG_TAIL" "$tmp/debootstrap/debootstrap.log"
