@@ -61,9 +61,23 @@ sqcq_apt() {
 	)
 	mkdir -p "$d/state" "$d/cache"
 	[ -f "$d/state/status" ] || : >"$d/state/status"
+	# apt reads /etc/apt/apt.conf.d before any -o: a private APT_CONFIG keeps
+	# the machine's parts out (e.g. docker-clean, which turns the binary
+	# package cache off and makes every apt-cache call re-parse all lists).
+	if [ ! -s "$d/apt.conf" ]; then
+		# Written aside and renamed: concurrent runs never read half a file.
+		cat >"$d/apt.conf.$$" <<EOC
+Dir::Etc::Parts "$d/etc/apt.conf.d";
+Dir::Cache "$d/cache";
+Dir::Cache::pkgcache "$d/cache/pkgcache.bin";
+Dir::Cache::srcpkgcache "$d/cache/srcpkgcache.bin";
+EOC
+		mv -f "$d/apt.conf.$$" "$d/apt.conf"
+	fi
 	case "$cmd" in
-	update | download | install | source) apt-get "${opts[@]}" "$cmd" "$@" ;;
-	*) apt-cache "${opts[@]}" "$cmd" "$@" ;;
+	update | download | install | source)
+		APT_CONFIG="$d/apt.conf" apt-get "${opts[@]}" "$cmd" "$@" ;;
+	*) APT_CONFIG="$d/apt.conf" apt-cache "${opts[@]}" "$cmd" "$@" ;;
 	esac
 }
 
