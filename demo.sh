@@ -3,8 +3,8 @@
 # load the modules with poll parameters and show what a user sees
 # (/sys/module parameters, the debugfs view, the device node).
 #
-# It will grow into the classic vs SQ/CQ fio comparison once the data path
-# exists; today the modules are skeletons (see README.md "Status").
+# It will grow into the classic vs SQ/CQ fio comparison once both data paths
+# and SQ/CQ exist (see README.md "Status": the host has no TCM fabric yet).
 set -euo pipefail
 cd "$(dirname "$0")"
 export SQCQ_CACHE=${SQCQ_CACHE:-/var/cache/virtio-sqcq}

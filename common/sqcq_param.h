@@ -54,6 +54,11 @@ static int sqcq_parse_poll_cpu(const char *val, char *clean, size_t len,
 	if (!clean[0])
 		return 0;
 	ret = cpulist_parse(clean, mask);
+	if (ret == -ERANGE) {
+		pr_err("poll_cpu: \"%s\" names a CPU that does not exist (possible CPUs: %*pbl)\n",
+		       clean, cpumask_pr_args(cpu_possible_mask));
+		return -EINVAL;
+	}
 	if (ret) {
 		pr_err("poll_cpu: \"%s\" is not a valid CPU list (%d)\n",
 		       clean, ret);

@@ -4,8 +4,18 @@ set -eu
 KO=${1:?KO_DIR}
 mountpoint -q /sys/kernel/debug || mount -t debugfs none /sys/kernel/debug
 echo "== kernel $(uname -r)"
-insmod "$KO/host/vhost_scsi_sqcq.ko" poll_cpu=1 poll_idle_us=200
-insmod "$KO/guest/virtio_scsi_sqcq.ko" poll_queues=2 poll_idle_us=500
+# insmod does not resolve dependencies (virtio, scsi_mod, ...): modprobe
+# what modinfo lists first.
+load() {
+	local ko=$1 d
+	shift
+	for d in $(modinfo -F depends "$ko" | tr ',' ' '); do
+		modprobe "$d"
+	done
+	insmod "$ko" "$@"
+}
+load "$KO/host/vhost_scsi_sqcq.ko" poll_cpu=1 poll_idle_us=200
+load "$KO/guest/virtio_scsi_sqcq.ko" poll_queues=2 poll_idle_us=500
 for m in vhost_scsi_sqcq virtio_scsi_sqcq; do
 	echo "== /sys/module/$m (version $(cat /sys/module/$m/version))"
 	for p in /sys/module/$m/parameters/*; do

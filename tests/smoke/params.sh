@@ -108,6 +108,8 @@ for mod in $HOST $GUEST; do
 		"! printf maybe 2>/dev/null >/sys/module/$mod/parameters/sqcq"
 	check "$tag reject-message-logged" bash -c \
 		"dmesg | grep -q '$mod: poll_cpu: \"banana\" is not a valid CPU list'"
+	check "$tag reject-nonexistent-cpu-message" bash -c \
+		"dmesg | grep -q '$mod: poll_cpu: \"4096\" names a CPU that does not exist'"
 
 	# An offline CPU is refused with a clear message.
 	if [ -w /sys/devices/system/cpu/cpu1/online ] &&
