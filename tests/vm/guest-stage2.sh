@@ -19,18 +19,22 @@ SQCQ_KVER=$(uname -r)
 export SQCQ_IN_VM=1 SQCQ_KVER SQCQ_RESULTS=/run/sqcq/out HOME=/tmp
 export TERM=dumb LANG=C.UTF-8 SHELL=/bin/bash
 
-# A working directory under the host's /tmp or /var/tmp is hidden by the
-# guest's own tmpfs there: bind the host's copy of its top directory back.
-for d in /tmp /var/tmp; do
-	case "$SQCQ_CWD" in
-	"$d"/*)
-		rel=${SQCQ_CWD#"$d"/}
-		top=${rel%%/*}
-		mkdir -p "$d/$top"
-		mount --bind "/run/sqcq/host$d/$top" "$d/$top" ||
-			note "cannot bind host $d/$top"
-		;;
-	esac
+# A working directory or a download cache under the host's /tmp or /var/tmp
+# is hidden by the guest's own tmpfs there: bind the host's copy of its top
+# directory back (nested guests read their kernel from the cache).
+for p in "$SQCQ_CWD" "${SQCQ_CACHE:-}"; do
+	for d in /tmp /var/tmp; do
+		case "$p" in
+		"$d"/*)
+			rel=${p#"$d"/}
+			top=${rel%%/*}
+			mountpoint -q "$d/$top" && continue
+			mkdir -p "$d/$top"
+			mount --bind "/run/sqcq/host$d/$top" "$d/$top" ||
+				note "cannot bind host $d/$top"
+			;;
+		esac
+	done
 done
 
 note "running command"

@@ -57,6 +57,14 @@ mount -t tmpfs -o mode=755 tmpfs $r/run || fail "tmpfs on /run"
 mkdir -p $r/run/sqcq/ctl $r/run/sqcq/out $r/run/lock
 mount -t 9p -o "$p9,rw,cache=none" sqcqctl $r/run/sqcq/ctl || fail "mount sqcqctl"
 mount -t 9p -o "$p9,rw,cache=none" sqcqout $r/run/sqcq/out || fail "mount sqcqout"
+# The VM kernel's modules (the root's own /lib/modules is hidden).  Bound
+# before the tmpfs mounts below, which would hide a cache under /var/tmp.
+kver=$(uname -r)
+[ -d "$r$kimage/lib/modules/$kver" ] || fail "no modules at $kimage for $kver"
+mount -t tmpfs -o mode=755 tmpfs $r/lib/modules || fail "tmpfs on /lib/modules"
+mkdir -p "$r/lib/modules/$kver"
+mount --bind "$r$kimage/lib/modules/$kver" "$r/lib/modules/$kver" || fail "bind modules"
+
 # The guest gets its own /tmp and /var/tmp, but a checkout (or anything a
 # test names) may live under the host's: keep the host's view of both under
 # /run/sqcq/host/ so stage 2 can bind the working directory back in place.
@@ -79,13 +87,6 @@ mount -t tmpfs -o mode=1777 tmpfs $r/dev/shm || fail "tmpfs on /dev/shm"
 mount -t debugfs debugfs $r/sys/kernel/debug || fail "debugfs"
 mount -t tracefs tracefs $r/sys/kernel/tracing 2>/dev/null
 mount -t configfs configfs $r/sys/kernel/config || fail "configfs"
-
-# The VM kernel's modules (the root's own /lib/modules is hidden).
-kver=$(uname -r)
-[ -d "$r$kimage/lib/modules/$kver" ] || fail "no modules at $kimage for $kver"
-mount -t tmpfs -o mode=755 tmpfs $r/lib/modules || fail "tmpfs on /lib/modules"
-mkdir -p "$r/lib/modules/$kver"
-mount --bind "$r$kimage/lib/modules/$kver" "$r/lib/modules/$kver" || fail "bind modules"
 
 hostname "sqcq-vm-${kver%%-*}"
 # COMMAND's output port: no \n -> \r\n translation, no echo. A serial port
