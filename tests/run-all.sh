@@ -94,5 +94,5 @@ for stage in $STAGES; do
 	esac
 done
 echo "=== total $(($(date +%s) - total_start))s; logs in $LOGDIR"
-echo "$passed passed, $failed failed"
+echo "$passed passed, $failed failed" | tee "$LOGDIR/result.txt"
 [ "$failed" -eq 0 ]
