@@ -478,6 +478,29 @@ static int sqcq_req_add(struct sqcq_vq *vq, struct sqcq_req *req, u64 gpa,
 	return 0;
 }
 
+/*
+ * The part of a chain walk shared by the ring and by indirect tables: add
+ * descriptor @d to @req, then find the next one.  Returns 0 at the end of the
+ * chain, 1 with *@next set when the chain goes on (to an index below
+ * @count), or a negative errno.
+ */
+static int sqcq_chain_step(struct sqcq_vq *vq, struct sqcq_req *req,
+			   const struct sqcq_desc *d, unsigned int count,
+			   unsigned int *next)
+{
+	u16 flags = le16_to_cpu(d->flags);
+	int ret;
+
+	ret = sqcq_req_add(vq, req, le64_to_cpu(d->addr), le32_to_cpu(d->len),
+			   flags & VRING_DESC_F_WRITE);
+	if (ret)
+		return ret;
+	if (!(flags & VRING_DESC_F_NEXT))
+		return 0;
+	*next = le16_to_cpu(d->next);
+	return *next < count ? 1 : -EINVAL;
+}
+
 /* Walk an indirect table (the descriptor @ind points at). */
 static int sqcq_walk_indirect(struct sqcq_vq *vq, struct sqcq_req *req,
 			      const struct sqcq_desc *ind)
@@ -494,27 +517,17 @@ static int sqcq_walk_indirect(struct sqcq_vq *vq, struct sqcq_req *req,
 	if (count > SQCQ_VQ_MAX_NUM)
 		return -E2BIG;
 	for (left = count; ; left--) {
-		u16 flags;
-
 		if (!left)
 			return -ELOOP;
 		ret = sqcq_copy_from_guest(vq, &d, base + (u64)i * SQCQ_DESC_SIZE,
 					   sizeof(d));
 		if (ret)
 			return ret;
-		flags = le16_to_cpu(d.flags);
-		if (flags & VRING_DESC_F_INDIRECT)
+		if (le16_to_cpu(d.flags) & VRING_DESC_F_INDIRECT)
 			return -EINVAL;	/* nested indirect */
-		ret = sqcq_req_add(vq, req, le64_to_cpu(d.addr),
-				   le32_to_cpu(d.len),
-				   flags & VRING_DESC_F_WRITE);
-		if (ret)
+		ret = sqcq_chain_step(vq, req, &d, count, &i);
+		if (ret <= 0)
 			return ret;
-		if (!(flags & VRING_DESC_F_NEXT))
-			return 0;
-		i = le16_to_cpu(d.next);
-		if (i >= count)
-			return -EINVAL;
 	}
 }
 
@@ -551,16 +564,9 @@ static int sqcq_walk_chain(struct sqcq_vq *vq, struct sqcq_req *req, u16 head)
 				return -EINVAL;
 			return sqcq_walk_indirect(vq, req, &d);
 		}
-		ret = sqcq_req_add(vq, req, le64_to_cpu(d.addr),
-				   le32_to_cpu(d.len),
-				   flags & VRING_DESC_F_WRITE);
-		if (ret)
+		ret = sqcq_chain_step(vq, req, &d, vq->num, &i);
+		if (ret <= 0)
 			return ret;
-		if (!(flags & VRING_DESC_F_NEXT))
-			return 0;
-		i = le16_to_cpu(d.next);
-		if (i >= vq->num)
-			return -EINVAL;
 	}
 }
 
