@@ -88,6 +88,7 @@ struct sqcq_vq {
 	void __user *used;		/* device area (used ring) */
 	bool running;			/* worker may touch the ring */
 	bool broken;			/* guest sent garbage; stopped until restart */
+	u32 start_gen;			/* bumped at every start of the ring */
 
 	/* Ring state (worker, vq.mutex). */
 	u16 last_avail_idx;		/* next avail entry to consume */
@@ -115,6 +116,13 @@ struct sqcq_vq {
 struct sqcq_vdev_ops {
 	/* Device feature bits offered on top of the ring features. */
 	u64 features;
+	/*
+	 * Finish requests whose completion arrived since the last call;
+	 * called by the worker with vq->mutex held before handle_vq(), even
+	 * when the ring is stopped or broken (it must then free the requests
+	 * without touching the ring).  Optional.
+	 */
+	void (*complete_vq)(struct sqcq_vq *vq);
 	/* Serve queue @vq; called by the worker with vq->mutex held. */
 	void (*handle_vq)(struct sqcq_vq *vq);
 	/* Owner reset or release: drop device state; dev->mutex held. */
@@ -182,10 +190,15 @@ void sqcq_vq_queue_work(struct sqcq_vq *vq);
 /* Mark the ring broken and signal the err eventfd. */
 void sqcq_vq_fail(struct sqcq_vq *vq, const char *why);
 
+/* What a serve handler returns for a request it completes later. */
+#define SQCQ_REQ_ASYNC	U32_MAX
+
 /*
- * Serve @vq with a handler that completes each request at once: @one
- * returns the number of bytes it wrote to the request's writable part.
- * Handles kick suppression, the weight limit and the call signal.
+ * Serve @vq: @one handles each popped request and returns the number of
+ * bytes it wrote to the request's writable part, or SQCQ_REQ_ASYNC when
+ * the request completes later (the device then pushes the used entry
+ * itself, from complete_vq()).  Handles kick suppression, the weight limit
+ * and the call signal.
  */
 void sqcq_vq_serve_sync(struct sqcq_vq *vq,
 			u32 (*one)(struct sqcq_vq *vq, struct sqcq_req *req));

@@ -4,24 +4,14 @@
  * SCSI target (LIO) that can replace kicks and interrupts with SQ/CQ
  * doorbell polling (see DESIGN.md).
  *
- * This file: the misc device /dev/vhost-scsi-sqcq, the module parameters,
- * debugfs, the vhost-scsi ioctls and the virtio-scsi queue handlers.  The
- * generic vhost part (ownership, memory table, rings, eventfds, worker) is
- * host/vhost_core.c.
+ * This file: the misc device /dev/vhost-scsi-sqcq (or /dev/vhost-scsi with
+ * takeover=1), the module parameters, debugfs, the vhost-scsi ioctls and
+ * the virtio-scsi queue dispatch.  host/vhost_core.c is the generic vhost
+ * part (ownership, memory table, rings, eventfds, worker); host/sqcq_tcm.c
+ * the TCM fabric and the SCSI data path.
  *
- * Current state: the vhost core is complete; the TCM fabric is not there
- * yet.  Until it is, the device is a SCSI host without targets:
- *   - VHOST_SCSI_SET_ENDPOINT validates its argument and fails with
- *     -ENODEV (no target with that WWPN exists); CLEAR_ENDPOINT succeeds
- *     (nothing to clear);
- *   - request queues answer every command with VIRTIO_SCSI_S_BAD_TARGET;
- *   - the control queue answers task management with BAD_TARGET, the
- *     SQ/CQ setup/teardown subtypes with FUNCTION_REJECTED (SQ/CQ is not
- *     implemented yet: a guest stays classic), and asynchronous
- *     notification queries/subscriptions with OK and no events;
- *   - event-queue buffers are left in the ring for future events.
- * So a guest sees an empty SCSI bus, and the ring engine can be exercised
- * from userspace without LIO (tests/host/client.c does).
+ * SQ/CQ setup and teardown requests on the control queue are answered
+ * FUNCTION_REJECTED for now: guests stay classic.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -36,12 +26,13 @@
 #include <linux/vhost.h>
 #include <linux/virtio_scsi.h>
 
+#include <linux/namei.h>
+
 #include "sqcq_compat.h"
 #include "sqcq_param.h"
+#include "sqcq_scsi.h"
 #include "sqcq_uapi.h"
 #include "sqcq_vhost.h"
-
-#define SQCQ_HOST_NODE	"vhost-scsi-sqcq"
 
 static bool sqcq = true;
 module_param(sqcq, bool, 0644);
@@ -56,25 +47,17 @@ module_param_cb(poll_idle_us, &sqcq_poll_idle_ops, NULL, 0644);
 MODULE_PARM_DESC(poll_idle_us,
 	"Busy-poll time in microseconds without work before a poller sets NEED_WAKEUP and sleeps, 0..1000000 (default 1000; runtime writes apply at the next idle/wake cycle)");
 
+static bool takeover;
+module_param(takeover, bool, 0444);
+MODULE_PARM_DESC(takeover,
+	"Register as fabric \"vhost\" and /dev/vhost-scsi, the names of the in-tree vhost_scsi, for targetcli/libvirt (load time only; refused while vhost_scsi is loaded; default 0: fabric \"vhost_sqcq\", /dev/vhost-scsi-sqcq)");
+
 #ifndef VHOST_SCSI_ABI_VERSION
 #define VHOST_SCSI_ABI_VERSION	1
 #endif
 
-/* Queues: control, event, then up to this many request queues. */
-#define SQCQ_CTRL_VQ		0
-#define SQCQ_EVT_VQ		1
-#define SQCQ_FIRST_REQ_VQ	2
-#define SQCQ_MAX_REQ_VQS	128
-#define SQCQ_NVQS		(SQCQ_FIRST_REQ_VQ + SQCQ_MAX_REQ_VQS)
-
 static struct dentry *sqcq_debugfs;
 static atomic_t sqcq_dev_ids = ATOMIC_INIT(0);
-
-struct sqcq_scsi {
-	struct sqcq_vdev vdev;
-	u32 events_missed;		/* vdev.mutex */
-	struct dentry *dbg;		/* per-device debugfs directory */
-};
 
 /* ---- virtio-scsi queue handlers (worker, vq->mutex held) ---- */
 
@@ -100,12 +83,11 @@ static u32 sqcq_ctrl_tmf(struct sqcq_vq *vq, struct sqcq_req *req)
 	    sqcq_req_copy_from(req, &tmf, sizeof(tmf)) != sizeof(tmf))
 		return sqcq_bad_request(vq, req, "TMF");
 	subtype = le32_to_cpu((__force __le32)tmf.subtype);
-	if (subtype == SQCQ_TMF_SUBTYPE_SETUP ||
-	    subtype == SQCQ_TMF_SUBTYPE_TEARDOWN)
-		/* SQ/CQ is not implemented yet: the guest stays classic. */
-		resp.response = VIRTIO_SCSI_S_FUNCTION_REJECTED;
-	else
-		resp.response = VIRTIO_SCSI_S_BAD_TARGET;	/* no targets */
+	if (subtype != SQCQ_TMF_SUBTYPE_SETUP &&
+	    subtype != SQCQ_TMF_SUBTYPE_TEARDOWN)
+		return sqcq_scsi_tmf_one(vq, req, &tmf);
+	/* SQ/CQ is not implemented yet: the guest stays classic. */
+	resp.response = VIRTIO_SCSI_S_FUNCTION_REJECTED;
 	return sqcq_req_copy_to(req, 0, &resp, sizeof(resp));
 }
 
@@ -140,42 +122,30 @@ static u32 sqcq_ctrl_one(struct sqcq_vq *vq, struct sqcq_req *req)
 	}
 }
 
-static u32 sqcq_cmd_one(struct sqcq_vq *vq, struct sqcq_req *req)
-{
-	struct virtio_scsi_cmd_resp resp = {};
-
-	if (req->out_len < sizeof(struct virtio_scsi_cmd_req) ||
-	    req->in_len < sizeof(resp))
-		return sqcq_bad_request(vq, req, "command");
-	/* No target is bound yet (the TCM fabric comes later). */
-	resp.response = VIRTIO_SCSI_S_BAD_TARGET;
-	return sqcq_req_copy_to(req, 0, &resp, sizeof(resp));
-}
-
 static void sqcq_handle_vq(struct sqcq_vq *vq)
 {
-	switch (vq->index) {
-	case SQCQ_CTRL_VQ:
-		sqcq_vq_serve_sync(vq, sqcq_ctrl_one);
-		break;
-	case SQCQ_EVT_VQ:
-		/* Buffers stay available until there is an event to send. */
-		break;
-	default:
-		sqcq_vq_serve_sync(vq, sqcq_cmd_one);
-		break;
+	struct sqcq_scsi *s = vq->dev->priv;
+
+	if (vq->index == SQCQ_EVT_VQ) {
+		sqcq_scsi_handle_evt(vq);
+		return;
 	}
+	/* The target table stays as it is for the whole batch. */
+	down_read(&s->ep_rwsem);
+	sqcq_vq_serve_sync(vq, vq->index == SQCQ_CTRL_VQ ? sqcq_ctrl_one :
+			   sqcq_scsi_cmd_one);
+	up_read(&s->ep_rwsem);
 }
 
 static void sqcq_scsi_reset(struct sqcq_vdev *vdev)
 {
-	struct sqcq_scsi *s = vdev->priv;
-
-	s->events_missed = 0;
+	/* Rings are stopped; the worker still runs to finish requests. */
+	sqcq_scsi_drop_endpoint(vdev->priv);
 }
 
 static const struct sqcq_vdev_ops sqcq_scsi_ops = {
 	.features	= BIT_ULL(VIRTIO_SCSI_F_HOTPLUG),
+	.complete_vq	= sqcq_scsi_complete_vq,
 	.handle_vq	= sqcq_handle_vq,
 	.reset		= sqcq_scsi_reset,
 };
@@ -222,25 +192,23 @@ static long sqcq_scsi_ioctl(struct sqcq_scsi *s, unsigned int cmd,
 		break;
 	case VHOST_SCSI_SET_ENDPOINT:
 		ret = sqcq_get_target(argp, &t);
-		if (ret)
-			break;
-		/* The TCM fabric does not exist yet: no target can match. */
-		pr_warn_ratelimited("owner %d: no target with WWPN \"%s\" (TCM fabric not implemented yet)\n",
-				    vdev->owner_pid, t.vhost_wwpn);
-		ret = -ENODEV;
+		if (!ret)
+			ret = sqcq_set_endpoint(s, &t);
 		break;
 	case VHOST_SCSI_CLEAR_ENDPOINT:
-		/* Nothing can be bound yet, so there is nothing to clear. */
 		ret = sqcq_get_target(argp, &t);
+		if (!ret)
+			ret = sqcq_clear_endpoint(s, &t);
 		break;
 	case VHOST_SCSI_SET_EVENTS_MISSED:
 		if (get_user(events_missed, (u32 __user *)argp))
 			ret = -EFAULT;
 		else
-			s->events_missed = events_missed;
+			sqcq_scsi_set_events_missed(s, events_missed);
 		break;
 	case VHOST_SCSI_GET_EVENTS_MISSED:
-		if (put_user(s->events_missed, (u32 __user *)argp))
+		if (put_user((u32)sqcq_scsi_get_events_missed(s),
+			     (u32 __user *)argp))
 			ret = -EFAULT;
 		break;
 	default:
@@ -277,6 +245,13 @@ static int sqcq_queues_show(struct seq_file *m, void *v)
 }
 DEFINE_SHOW_ATTRIBUTE(sqcq_queues);
 
+static int sqcq_targets_show(struct seq_file *m, void *v)
+{
+	sqcq_scsi_show_targets(m, m->private);
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(sqcq_targets);
+
 /* ---- the device node ---- */
 
 static int sqcq_host_open(struct inode *inode, struct file *f)
@@ -288,15 +263,21 @@ static int sqcq_host_open(struct inode *inode, struct file *f)
 	s = kzalloc(sizeof(*s), GFP_KERNEL);
 	if (!s)
 		return -ENOMEM;
-	ret = sqcq_vdev_init(&s->vdev, SQCQ_NVQS, &sqcq_scsi_ops, s);
+	ret = sqcq_scsi_tcm_init(s);
+	if (!ret) {
+		ret = sqcq_vdev_init(&s->vdev, SQCQ_NVQS, &sqcq_scsi_ops, s);
+		if (ret)
+			sqcq_scsi_tcm_free(s);
+	}
 	if (ret) {
 		kfree(s);
 		return ret;
 	}
-	snprintf(name, sizeof(name), "dev%d",
-		 atomic_inc_return(&sqcq_dev_ids));
+	s->id = atomic_inc_return(&sqcq_dev_ids);
+	snprintf(name, sizeof(name), "dev%d", s->id);
 	s->dbg = debugfs_create_dir(name, sqcq_debugfs);
 	debugfs_create_file("queues", 0444, s->dbg, s, &sqcq_queues_fops);
+	debugfs_create_file("targets", 0444, s->dbg, s, &sqcq_targets_fops);
 	f->private_data = s;
 	return nonseekable_open(inode, f);
 }
@@ -307,7 +288,9 @@ static int sqcq_host_release(struct inode *inode, struct file *f)
 
 	/* Waits for readers of the counters before the device goes. */
 	debugfs_remove_recursive(s->dbg);
+	/* Unbinds the targets and waits for every request (reset op). */
 	sqcq_vdev_cleanup(&s->vdev);
+	sqcq_scsi_tcm_free(s);
 	kfree(s);
 	return 0;
 }
@@ -346,9 +329,20 @@ static const struct file_operations sqcq_host_fops = {
 
 static struct miscdevice sqcq_host_misc = {
 	.minor	= MISC_DYNAMIC_MINOR,
-	.name	= SQCQ_HOST_NODE,
+	.name	= "vhost-scsi-sqcq",
 	.fops	= &sqcq_host_fops,
 };
+
+/* True when @path exists (sysfs): used to see the in-tree module. */
+static bool sqcq_path_exists(const char *path)
+{
+	struct path p;
+
+	if (kern_path(path, 0, &p))
+		return false;
+	path_put(&p);
+	return true;
+}
 
 static int sqcq_params_show(struct seq_file *m, void *v)
 {
@@ -362,25 +356,55 @@ static int __init sqcq_host_init(void)
 {
 	int ret;
 
+	if (takeover) {
+		/*
+		 * The target core does not refuse a second fabric of the same
+		 * name (and unregisters by name), so look for the in-tree
+		 * module first.  A vhost_scsi loaded after us fails to
+		 * register /dev/vhost-scsi and gives up.
+		 */
+		if (sqcq_path_exists("/sys/module/vhost_scsi") ||
+		    sqcq_path_exists("/sys/class/misc/vhost-scsi")) {
+			pr_err("takeover=1: the in-tree vhost_scsi holds fabric \"vhost\" and /dev/vhost-scsi; unload it first (rmmod vhost_scsi) or load without takeover\n");
+			return -EBUSY;
+		}
+		sqcq_host_misc.name = "vhost-scsi";
+	}
 	/* debugfs first: an open of the node creates a directory in it. */
 	sqcq_debugfs = debugfs_create_dir(KBUILD_MODNAME, NULL);
 	debugfs_create_file("params", 0444, sqcq_debugfs, NULL,
 			    &sqcq_params_fops);
+	ret = sqcq_tcm_register(takeover);
+	if (ret) {
+		pr_err("cannot register the TCM fabric: %d\n", ret);
+		goto err_debugfs;
+	}
 	ret = misc_register(&sqcq_host_misc);
 	if (ret) {
-		pr_err("cannot register /dev/%s: %d\n", SQCQ_HOST_NODE, ret);
-		debugfs_remove_recursive(sqcq_debugfs);
-		return ret;
+		pr_err("cannot register /dev/%s: %d\n", sqcq_host_misc.name,
+		       ret);
+		goto err_tcm;
 	}
-	pr_info("version %s loaded, /dev/%s (no TCM fabric yet: devices have no targets)\n",
-		SQCQ_PKG_VERSION, SQCQ_HOST_NODE);
+	pr_info("version %s loaded: /dev/%s, TCM fabric \"%s\"\n",
+		SQCQ_PKG_VERSION, sqcq_host_misc.name,
+		takeover ? "vhost" : "vhost_sqcq");
 	return 0;
+
+err_tcm:
+	sqcq_tcm_unregister();
+err_debugfs:
+	debugfs_remove_recursive(sqcq_debugfs);
+	return ret;
 }
 
 static void __exit sqcq_host_exit(void)
 {
-	/* No device is open: every open file holds a module reference. */
+	/*
+	 * No device is open: every open file holds a module reference, and
+	 * so does every configfs directory of the fabric.
+	 */
 	misc_deregister(&sqcq_host_misc);
+	sqcq_tcm_unregister();
 	debugfs_remove_recursive(sqcq_debugfs);
 	pr_info("unloaded\n");
 }

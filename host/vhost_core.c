@@ -317,6 +317,8 @@ static void sqcq_worker_serve(struct sqcq_vq *vq)
 {
 	/* Excludes the vring ioctls: they see the ring idle or not running. */
 	mutex_lock(&vq->mutex);
+	if (vq->dev->ops->complete_vq)
+		vq->dev->ops->complete_vq(vq);
 	if (vq->running && !vq->broken)
 		vq->dev->ops->handle_vq(vq);
 	mutex_unlock(&vq->mutex);
@@ -755,8 +757,9 @@ bool sqcq_vq_enable_kicks(struct sqcq_vq *vq)
 void sqcq_vq_serve_sync(struct sqcq_vq *vq,
 			u32 (*one)(struct sqcq_vq *vq, struct sqcq_req *req))
 {
-	unsigned int served = 0;
+	unsigned int served = 0, pushed = 0;
 	struct sqcq_req req;
+	u32 len;
 	int ret;
 
 	sqcq_vq_disable_kicks(vq);
@@ -770,15 +773,19 @@ void sqcq_vq_serve_sync(struct sqcq_vq *vq,
 			sqcq_vq_disable_kicks(vq);
 			continue;
 		}
-		if (sqcq_vq_push_used(vq, req.head, one(vq, &req)))
-			break;
+		len = one(vq, &req);
+		if (len != SQCQ_REQ_ASYNC) {
+			if (sqcq_vq_push_used(vq, req.head, len))
+				break;
+			pushed++;
+		}
 		if (++served >= SQCQ_VQ_WEIGHT) {
 			/* Let other queues run; come back for the rest. */
 			sqcq_vq_queue_work(vq);
 			break;
 		}
 	}
-	if (served && !vq->broken)
+	if (pushed && !vq->broken)
 		sqcq_vq_notify(vq);
 }
 
@@ -851,6 +858,8 @@ static int sqcq_vq_start(struct sqcq_vq *vq, struct file *file)
 	vq->last_used_idx = le16_to_cpu(raw);
 	vq->signalled_used_valid = false;
 	vq->broken = false;
+	/* Completions of requests popped before this start are dropped. */
+	vq->start_gen++;
 
 	sqcq_kick_unbind(vq);
 	sqcq_kick_bind(vq, file);

@@ -1,0 +1,89 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * vhost_scsi_sqcq internals shared by the device file (sqcq_host_main.c)
+ * and the TCM fabric and SCSI data path (sqcq_tcm.c).
+ *
+ * Locking, outermost first:
+ *   sqcq_vdev.mutex   ioctls (vhost core, see sqcq_vhost.h)
+ *   sqcq_tcm_mutex    the fabric's TPG list, every TPG's nexus, port count
+ *                     and bound device, and every device's endpoint
+ *                     (configfs callbacks and SET/CLEAR_ENDPOINT)
+ *   sqcq_vq.mutex     one ring (the worker holds it while serving)
+ *   sqcq_scsi.ep_rwsem  the device's target table: read by the worker while
+ *                     it submits a batch, written when an endpoint is set
+ *                     or cleared
+ *   sqcq_scsi.evt_lock  pending hotplug events (spinlock, innermost)
+ */
+#ifndef SQCQ_SCSI_H
+#define SQCQ_SCSI_H
+
+#include <linux/llist.h>
+#include <linux/rwsem.h>
+#include <linux/spinlock.h>
+#include <linux/vhost.h>
+#include <linux/virtio_scsi.h>
+
+#include "sqcq_vhost.h"
+
+/* Queues: control, event, then up to this many request queues. */
+#define SQCQ_CTRL_VQ		0
+#define SQCQ_EVT_VQ		1
+#define SQCQ_FIRST_REQ_VQ	2
+#define SQCQ_MAX_REQ_VQS	128
+#define SQCQ_NVQS		(SQCQ_FIRST_REQ_VQ + SQCQ_MAX_REQ_VQS)
+
+/* virtio-scsi addresses a target with one byte: TPG tags 0..255. */
+#define SQCQ_MAX_TARGETS	256
+/* Hotplug events kept while the guest has no event buffer posted. */
+#define SQCQ_MAX_PENDING_EVENTS	64
+
+struct sqcq_tpg;
+
+struct sqcq_scsi {
+	struct sqcq_vdev vdev;
+	struct dentry *dbg;		/* per-device debugfs directory */
+	int id;				/* devN in debugfs and messages */
+
+	/* Endpoint (sqcq_tcm_mutex to change, ep_rwsem for the table). */
+	struct rw_semaphore ep_rwsem;
+	struct sqcq_tpg *tpgs[SQCQ_MAX_TARGETS];
+	bool ep_set;
+	char ep_wwpn[224];
+
+	/* Requests handed to the target core and not yet finished. */
+	atomic_t inflight;
+	wait_queue_head_t inflight_wq;
+	/* Finished requests for the worker, one list per queue. */
+	struct llist_head *done;
+
+	/* Hotplug events not yet delivered (evt_lock). */
+	spinlock_t evt_lock;
+	struct list_head evt_list;
+	unsigned int evt_count;
+	bool events_missed;
+
+	/* Counters (racy reads from debugfs). */
+	atomic64_t stat_tmfs;
+	atomic64_t stat_events;
+	atomic64_t stat_bad_target;
+};
+
+/* sqcq_tcm.c */
+int sqcq_tcm_register(bool takeover);
+void sqcq_tcm_unregister(void);
+int sqcq_scsi_tcm_init(struct sqcq_scsi *s);
+void sqcq_scsi_tcm_free(struct sqcq_scsi *s);
+int sqcq_set_endpoint(struct sqcq_scsi *s, const struct vhost_scsi_target *t);
+int sqcq_clear_endpoint(struct sqcq_scsi *s, const struct vhost_scsi_target *t);
+/* Unbind every target and wait for every request; dev->mutex held. */
+void sqcq_scsi_drop_endpoint(struct sqcq_scsi *s);
+u32 sqcq_scsi_cmd_one(struct sqcq_vq *vq, struct sqcq_req *req);
+u32 sqcq_scsi_tmf_one(struct sqcq_vq *vq, struct sqcq_req *req,
+		      const struct virtio_scsi_ctrl_tmf_req *tmf);
+void sqcq_scsi_complete_vq(struct sqcq_vq *vq);
+void sqcq_scsi_handle_evt(struct sqcq_vq *vq);
+void sqcq_scsi_set_events_missed(struct sqcq_scsi *s, bool missed);
+bool sqcq_scsi_get_events_missed(struct sqcq_scsi *s);
+void sqcq_scsi_show_targets(struct seq_file *m, struct sqcq_scsi *s);
+
+#endif /* SQCQ_SCSI_H */

@@ -1,0 +1,1266 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * vhost_scsi_sqcq: the TCM fabric and the virtio-scsi data path.
+ *
+ * Fabric: "vhost_sqcq" (or "vhost" with takeover=1) with the configfs
+ * layout of in-tree vhost-scsi:
+ *   /sys/kernel/config/target/<fabric>/<wwpn>/tpgt_<n>/{nexus,lun/lun_<m>}
+ * A WWPN is naa.*, eui.* (SAS), fc.* (FC) or iqn.* (iSCSI); a TPG tag n is
+ * the virtio-scsi target number (0..255).  Writing an initiator name of
+ * the same protocol to "nexus" creates the I_T nexus (the session commands
+ * run in), writing NULL drops it.  VHOST_SCSI_SET_ENDPOINT binds every TPG
+ * with a nexus under the given WWPN to one device; a bound TPG cannot be
+ * removed (configfs dependency) and its nexus cannot be dropped.
+ *
+ * Data path (all in the device's worker, with the owner's mm):
+ *   request  parse the virtio_scsi_cmd_req (any descriptor layout), look
+ *            the target up, pin the data buffers (pin_user_pages_fast) into
+ *            a scatterlist and hand the command to the target core;
+ *   finish   the core calls queue_data_in/queue_status (or aborted_task)
+ *            and then, once nothing refers to the command any more,
+ *            release_cmd; release_cmd queues the command on its queue's
+ *            done list and wakes the worker, which writes the response,
+ *            publishes the used entry, signals, unpins and frees.
+ * So each command ends exactly once, in release_cmd, whether it completed,
+ * failed, or was aborted by a TMF.  The worker is the only place that
+ * touches a ring; a command whose ring was stopped or restarted since it
+ * was popped is freed without touching the ring.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/configfs.h>
+#include <linux/ctype.h>
+#include <linux/list.h>
+#include <linux/mm.h>
+#include <linux/module.h>
+#include <linux/scatterlist.h>
+#include <linux/seq_file.h>
+#include <linux/slab.h>
+#include <linux/uio.h>
+#include <scsi/scsi_common.h>
+#include <scsi/scsi_proto.h>
+#include <target/target_core_base.h>
+#include <target/target_core_fabric.h>
+
+#include "sqcq_compat.h"
+#include "sqcq_scsi.h"
+
+/* Longest WWPN: it must fit vhost_scsi_target.vhost_wwpn with its NUL. */
+#define SQCQ_WWPN_MAX		223
+/* Pages one command may map (8 MiB of page-aligned data). */
+#define SQCQ_MAX_SG_PAGES	2048u
+
+struct sqcq_tport {
+	u8 proto_id;			/* SCSI_PROTOCOL_* */
+	char name[SQCQ_WWPN_MAX + 1];
+	struct se_wwn wwn;
+};
+
+struct sqcq_nexus {
+	struct se_session *se_sess;
+};
+
+struct sqcq_tpg {
+	u16 tpgt;
+	struct sqcq_tport *tport;
+	struct se_portal_group se_tpg;
+	struct list_head node;		/* sqcq_tpg_list */
+	/* The rest: sqcq_tcm_mutex. */
+	struct sqcq_nexus *nexus;
+	char nexus_name[SQCQ_WWPN_MAX + 1];
+	unsigned int port_count;	/* linked LUNs */
+	struct sqcq_scsi *vs;		/* bound device, NULL: none */
+};
+
+struct sqcq_evt {
+	struct list_head node;
+	struct virtio_scsi_event ev;
+};
+
+/* One request handed to the target core (a command or a TMF). */
+struct sqcq_cmd {
+	struct se_cmd se_cmd;
+	struct sqcq_scsi *s;
+	struct sqcq_vq *vq;
+	struct llist_node done_node;
+	u32 gen;			/* vq->start_gen when popped */
+	u16 head;
+	bool tmf;
+	bool aborted;			/* aborted_task() was called */
+	u8 tmf_response;		/* VIRTIO_SCSI_S_* of a TMF */
+	bool data_in;			/* device writes the data buffers */
+	u32 data_len;
+	u32 resp_len;			/* bytes of the response header */
+	unsigned int npages;
+	struct page **pages;
+	struct scatterlist *sgl;
+	u8 cdb[VIRTIO_SCSI_CDB_SIZE];
+	unsigned char sense[TRANSPORT_SENSE_BUFFER];
+	unsigned int resp_cnt;
+	struct iovec resp_iov[];	/* where the response header goes */
+};
+
+static DEFINE_MUTEX(sqcq_tcm_mutex);
+static LIST_HEAD(sqcq_tpg_list);
+static struct target_core_fabric_ops sqcq_tcm_ops;
+
+static struct sqcq_scsi *sqcq_vq_scsi(struct sqcq_vq *vq)
+{
+	return container_of(vq->dev, struct sqcq_scsi, vdev);
+}
+
+static struct sqcq_cmd *sqcq_se_cmd(struct se_cmd *se_cmd)
+{
+	return container_of(se_cmd, struct sqcq_cmd, se_cmd);
+}
+
+/* ------------------------------------------------------------------ */
+/* Responses written at once (no target core involved)                 */
+/* ------------------------------------------------------------------ */
+
+/* A virtio_scsi_cmd_resp with only @response set, cut to what fits. */
+static u32 sqcq_cmd_reply(struct sqcq_req *req, u8 response)
+{
+	struct virtio_scsi_cmd_resp resp = { .response = response };
+
+	return sqcq_req_copy_to(req, 0, &resp, min(req->in_len, sizeof(resp)));
+}
+
+static u32 sqcq_cmd_reject(struct sqcq_vq *vq, struct sqcq_req *req,
+			   u8 response, const char *why)
+{
+	pr_warn_ratelimited("dev%d vq %u: command rejected: %s\n",
+			    sqcq_vq_scsi(vq)->id, vq->index, why);
+	return sqcq_cmd_reply(req, response);
+}
+
+/*
+ * virtio-scsi single-level LUN: byte 0 is 1, byte 1 the target, bytes 2-3
+ * the LUN in flat space (0x40 marker).  Returns the target or -1.
+ */
+static int sqcq_lun_decode(const u8 lun[8], u64 *unpacked)
+{
+	if (lun[0] != 1)
+		return -1;
+	*unpacked = ((lun[2] << 8) | lun[3]) & 0x3fff;
+	return lun[1];
+}
+
+static void sqcq_lun_encode(u8 lun[8], u16 target, u64 unpacked)
+{
+	memset(lun, 0, 8);
+	lun[0] = 1;
+	lun[1] = target;
+	lun[2] = 0x40 | ((unpacked >> 8) & 0x3f);
+	lun[3] = unpacked & 0xff;
+}
+
+/* The session of target @target of @s, or NULL.  ep_rwsem held. */
+static struct se_session *sqcq_target_sess(struct sqcq_scsi *s, int target)
+{
+	struct sqcq_tpg *tpg;
+
+	if (target < 0 || target >= SQCQ_MAX_TARGETS)
+		return NULL;
+	tpg = s->tpgs[target];
+	if (!tpg)
+		return NULL;
+	/* A bound TPG keeps its nexus until it is unbound. */
+	return tpg->nexus->se_sess;
+}
+
+/* ------------------------------------------------------------------ */
+/* Commands: mapping guest buffers                                     */
+/* ------------------------------------------------------------------ */
+
+/*
+ * Visit the segments of @iov[0..cnt) after the first @skip bytes: calls
+ * @fn for each (user address, length) piece.
+ */
+static int sqcq_iov_walk(const struct iovec *iov, unsigned int cnt,
+			 size_t skip,
+			 int (*fn)(void *arg, unsigned long ua, size_t len),
+			 void *arg)
+{
+	unsigned int i;
+	int ret;
+
+	for (i = 0; i < cnt; i++) {
+		size_t len = iov[i].iov_len;
+		unsigned long ua = (unsigned long)iov[i].iov_base;
+
+		if (skip >= len) {
+			skip -= len;
+			continue;
+		}
+		ret = fn(arg, ua + skip, len - skip);
+		if (ret)
+			return ret;
+		skip = 0;
+	}
+	return 0;
+}
+
+static int sqcq_count_pages(void *arg, unsigned long ua, size_t len)
+{
+	u64 *n = arg;
+
+	*n += DIV_ROUND_UP((ua & ~PAGE_MASK) + (u64)len, PAGE_SIZE);
+	return *n > SQCQ_MAX_SG_PAGES ? -E2BIG : 0;
+}
+
+static int sqcq_pin_segment(void *arg, unsigned long ua, size_t len)
+{
+	struct sqcq_cmd *cmd = arg;
+	unsigned int off = ua & ~PAGE_MASK;
+	int n = DIV_ROUND_UP(off + len, PAGE_SIZE);
+	struct page **pages = cmd->pages + cmd->npages;
+	int got, i;
+
+	got = pin_user_pages_fast(ua & PAGE_MASK, n,
+				  cmd->data_in ? FOLL_WRITE : 0, pages);
+	if (got > 0)
+		cmd->npages += got;
+	if (got != n)
+		return got < 0 ? got : -EFAULT;
+	for (i = 0; i < n; i++) {
+		unsigned int chunk = min_t(size_t, len, PAGE_SIZE - off);
+
+		sg_set_page(&cmd->sgl[cmd->npages - n + i], pages[i], chunk,
+			    off);
+		len -= chunk;
+		off = 0;
+	}
+	return 0;
+}
+
+/* Pin the data part of @req into cmd->sgl. */
+static int sqcq_cmd_map(struct sqcq_cmd *cmd, struct sqcq_req *req,
+			size_t hdr_len)
+{
+	const struct iovec *iov = cmd->data_in ? req->iov + req->out_cnt :
+						 req->iov;
+	unsigned int cnt = cmd->data_in ? req->in_cnt : req->out_cnt;
+	u64 npages = 0;
+	int ret;
+
+	ret = sqcq_iov_walk(iov, cnt, hdr_len, sqcq_count_pages, &npages);
+	if (ret)
+		return ret;
+	cmd->pages = kvmalloc_array(npages, sizeof(*cmd->pages), GFP_KERNEL);
+	cmd->sgl = kvmalloc_array(npages, sizeof(*cmd->sgl), GFP_KERNEL);
+	if (!cmd->pages || !cmd->sgl)
+		return -ENOMEM;
+	sg_init_table(cmd->sgl, npages);
+	return sqcq_iov_walk(iov, cnt, hdr_len, sqcq_pin_segment, cmd);
+}
+
+/* Free a command the target core no longer knows (worker context). */
+static void sqcq_cmd_free(struct sqcq_cmd *cmd)
+{
+	struct sqcq_scsi *s = cmd->s;
+
+	if (cmd->npages)
+		unpin_user_pages_dirty_lock(cmd->pages, cmd->npages,
+					    cmd->data_in);
+	kvfree(cmd->pages);
+	kvfree(cmd->sgl);
+	kfree(cmd);
+	/*
+	 * Full barrier (atomic RMW with a result) before the wakeup; pairs
+	 * with wait_event() in sqcq_scsi_drop_endpoint().  The device cannot
+	 * go away under us: its release waits for the count and then stops
+	 * this worker.
+	 */
+	if (atomic_dec_and_test(&s->inflight))
+		wake_up(&s->inflight_wq);
+}
+
+/*
+ * A command struct for @req whose response header (@resp_len bytes at the
+ * start of the writable part) is remembered for later.
+ */
+static struct sqcq_cmd *sqcq_cmd_alloc(struct sqcq_vq *vq,
+				       struct sqcq_req *req, size_t resp_len)
+{
+	const struct iovec *in = req->iov + req->out_cnt;
+	struct sqcq_cmd *cmd;
+	unsigned int k;
+	size_t have = 0;
+
+	for (k = 0; k < req->in_cnt && have < resp_len; k++)
+		have += in[k].iov_len;
+	cmd = kzalloc(struct_size(cmd, resp_iov, k), GFP_KERNEL);
+	if (!cmd)
+		return NULL;
+	memcpy(cmd->resp_iov, in, k * sizeof(*in));
+	cmd->resp_cnt = k;
+	cmd->resp_len = resp_len;
+	cmd->s = sqcq_vq_scsi(vq);
+	cmd->vq = vq;
+	cmd->head = req->head;
+	cmd->gen = vq->start_gen;
+	atomic_inc(&cmd->s->inflight);
+	return cmd;
+}
+
+static int sqcq_tcm_task_attr(u8 attr)
+{
+	switch (attr) {
+	case VIRTIO_SCSI_S_ORDERED:
+		return TCM_ORDERED_TAG;
+	case VIRTIO_SCSI_S_HEAD:
+		return TCM_HEAD_TAG;
+	case VIRTIO_SCSI_S_ACA:
+		return TCM_ACA_TAG;
+	default:
+		return TCM_SIMPLE_TAG;
+	}
+}
+
+/*
+ * Hand @cmd to the target core.  Returns < 0 when the core did not take
+ * it (the caller answers and frees it); 0 when it did: from then on it ends
+ * in release_cmd, also when the core failed it at once.
+ */
+static int sqcq_cmd_submit(struct sqcq_cmd *cmd, struct se_session *sess,
+			   u64 lun, int attr)
+{
+	struct se_cmd *se = &cmd->se_cmd;
+	enum dma_data_direction dir = DMA_NONE;
+	struct scatterlist *sgl = cmd->npages ? cmd->sgl : NULL;
+	int ret;
+
+	if (cmd->data_len)
+		dir = cmd->data_in ? DMA_FROM_DEVICE : DMA_TO_DEVICE;
+#ifndef SQCQ_HAVE_TARGET_SUBMIT_PREP
+	/* 5.10: one call; < 0 only when the session is shutting down. */
+	ret = target_submit_cmd_map_sgls(se, sess, cmd->cdb, cmd->sense, lun,
+					 cmd->data_len, attr, dir,
+					 TARGET_SCF_ACK_KREF, sgl, cmd->npages,
+					 NULL, 0, NULL, 0);
+	return ret < 0 ? ret : 0;
+#else
+	ret = target_init_cmd(se, sess, cmd->sense, lun, cmd->data_len, attr,
+			      dir, TARGET_SCF_ACK_KREF);
+	if (ret < 0)
+		return ret;
+	/* On failure the core has already answered through queue_status. */
+	if (target_submit_prep(se, cmd->cdb, sgl, cmd->npages, NULL, 0, NULL,
+			       0, GFP_KERNEL))
+		return 0;
+#if defined(SQCQ_HAVE_TARGET_QUEUE_SUBMISSION)
+	/* 6.1: target_submit() would run the backend in this worker. */
+	target_queue_submission(se);
+#else
+	/* 6.12+: queued per default_submit_type (TARGET_QUEUE_SUBMIT). */
+	target_submit(se);
+#endif
+	return 0;
+#endif
+}
+
+/*
+ * One request from a request queue (worker, vq->mutex and s->ep_rwsem
+ * read-held).  Returns the bytes written for a request answered at once,
+ * or SQCQ_REQ_ASYNC for one handed to the target core.
+ */
+u32 sqcq_scsi_cmd_one(struct sqcq_vq *vq, struct sqcq_req *req)
+{
+	struct sqcq_scsi *s = sqcq_vq_scsi(vq);
+	const size_t hdr = sizeof(struct virtio_scsi_cmd_req);
+	const size_t rsp = sizeof(struct virtio_scsi_cmd_resp);
+	struct virtio_scsi_cmd_req vreq;
+	struct se_session *sess;
+	struct sqcq_cmd *cmd;
+	size_t dout, din;
+	u64 lun = 0;
+	int ret;
+
+	if (req->out_len < hdr || req->in_len < rsp ||
+	    sqcq_req_copy_from(req, &vreq, hdr) != hdr)
+		return sqcq_cmd_reject(vq, req, VIRTIO_SCSI_S_FAILURE,
+				       "request or response header too short");
+	sess = sqcq_target_sess(s, sqcq_lun_decode(vreq.lun, &lun));
+	if (!sess) {
+		atomic64_inc(&s->stat_bad_target);
+		return sqcq_cmd_reply(req, VIRTIO_SCSI_S_BAD_TARGET);
+	}
+	if (scsi_command_size(vreq.cdb) > VIRTIO_SCSI_CDB_SIZE)
+		return sqcq_cmd_reject(vq, req, VIRTIO_SCSI_S_FAILURE,
+				       "CDB longer than 32 bytes");
+	dout = req->out_len - hdr;
+	din = req->in_len - rsp;
+	if (dout && din)
+		return sqcq_cmd_reject(vq, req, VIRTIO_SCSI_S_FAILURE,
+				       "bidirectional commands are not supported");
+	if (dout + din > (size_t)SQCQ_MAX_SG_PAGES * PAGE_SIZE)
+		return sqcq_cmd_reject(vq, req, VIRTIO_SCSI_S_OVERRUN,
+				       "data longer than the transfer limit");
+
+	cmd = sqcq_cmd_alloc(vq, req, rsp);
+	if (!cmd)
+		return sqcq_cmd_reply(req, VIRTIO_SCSI_S_BUSY);
+	memcpy(cmd->cdb, vreq.cdb, sizeof(cmd->cdb));
+	cmd->data_in = din;
+	cmd->data_len = dout + din;
+	if (cmd->data_len) {
+		ret = sqcq_cmd_map(cmd, req, cmd->data_in ? rsp : hdr);
+		if (ret) {
+			sqcq_cmd_free(cmd);
+			if (ret == -ENOMEM)
+				return sqcq_cmd_reply(req, VIRTIO_SCSI_S_BUSY);
+			return sqcq_cmd_reject(vq, req, ret == -E2BIG ?
+					       VIRTIO_SCSI_S_OVERRUN :
+					       VIRTIO_SCSI_S_FAILURE,
+					       ret == -E2BIG ?
+					       "data spans too many pages" :
+					       "data buffer not in guest memory");
+		}
+	}
+	/* The guest's tag, so ABORT_TASK can find the command. */
+	cmd->se_cmd.tag = le64_to_cpu((__force __le64)vreq.tag);
+	ret = sqcq_cmd_submit(cmd, sess, lun,
+			      sqcq_tcm_task_attr(vreq.task_attr));
+	if (ret < 0) {
+		sqcq_cmd_free(cmd);
+		return sqcq_cmd_reply(req, VIRTIO_SCSI_S_BUSY);
+	}
+	return SQCQ_REQ_ASYNC;
+}
+
+/* ------------------------------------------------------------------ */
+/* Task management                                                     */
+/* ------------------------------------------------------------------ */
+
+static u32 sqcq_tmf_reply(struct sqcq_req *req, u8 response)
+{
+	struct virtio_scsi_ctrl_tmf_resp resp = { .response = response };
+
+	return sqcq_req_copy_to(req, 0, &resp, sizeof(resp));
+}
+
+/*
+ * A TMF on the control queue (worker, vq->mutex and ep_rwsem read-held;
+ * the caller checked the sizes).  LUN reset and abort task go to the
+ * target core; the other functions are rejected, as the spec allows.
+ */
+u32 sqcq_scsi_tmf_one(struct sqcq_vq *vq, struct sqcq_req *req,
+		      const struct virtio_scsi_ctrl_tmf_req *tmf)
+{
+	struct sqcq_scsi *s = sqcq_vq_scsi(vq);
+	struct se_session *sess;
+	struct sqcq_cmd *cmd;
+	u8 tm_type;
+	u64 lun = 0;
+	int ret;
+
+	atomic64_inc(&s->stat_tmfs);
+	switch (le32_to_cpu((__force __le32)tmf->subtype)) {
+	case VIRTIO_SCSI_T_TMF_LOGICAL_UNIT_RESET:
+		tm_type = TMR_LUN_RESET;
+		break;
+	case VIRTIO_SCSI_T_TMF_ABORT_TASK:
+		tm_type = TMR_ABORT_TASK;
+		break;
+	default:
+		return sqcq_tmf_reply(req, VIRTIO_SCSI_S_FUNCTION_REJECTED);
+	}
+	sess = sqcq_target_sess(s, sqcq_lun_decode(tmf->lun, &lun));
+	if (!sess)
+		return sqcq_tmf_reply(req, VIRTIO_SCSI_S_BAD_TARGET);
+
+	cmd = sqcq_cmd_alloc(vq, req, sizeof(struct virtio_scsi_ctrl_tmf_resp));
+	if (!cmd)
+		return sqcq_tmf_reply(req, VIRTIO_SCSI_S_BUSY);
+	cmd->tmf = true;
+	cmd->tmf_response = VIRTIO_SCSI_S_FUNCTION_REJECTED;
+	ret = target_submit_tmr(&cmd->se_cmd, sess, cmd->sense, lun, NULL,
+				tm_type, GFP_KERNEL,
+				le64_to_cpu((__force __le64)tmf->tag),
+				TARGET_SCF_ACK_KREF);
+	if (ret < 0) {
+		sqcq_cmd_free(cmd);
+		return sqcq_tmf_reply(req, VIRTIO_SCSI_S_FUNCTION_REJECTED);
+	}
+	return SQCQ_REQ_ASYNC;
+}
+
+static u8 sqcq_tmr_to_virtio(u8 tmr_response)
+{
+	switch (tmr_response) {
+	case TMR_FUNCTION_COMPLETE:
+	case TMR_TASK_DOES_NOT_EXIST:	/* nothing left to abort */
+		return VIRTIO_SCSI_S_OK;	/* FUNCTION COMPLETE in the spec */
+	case TMR_LUN_DOES_NOT_EXIST:
+		return VIRTIO_SCSI_S_INCORRECT_LUN;
+	default:
+		return VIRTIO_SCSI_S_FUNCTION_REJECTED;
+	}
+}
+
+/* ------------------------------------------------------------------ */
+/* Completion                                                          */
+/* ------------------------------------------------------------------ */
+
+/* Bytes of the used entry: response header plus data actually read. */
+static u32 sqcq_cmd_write_resp(struct sqcq_cmd *cmd)
+{
+	struct sqcq_req where = {
+		.iov = cmd->resp_iov,
+		.in_cnt = cmd->resp_cnt,
+		.in_len = cmd->resp_len,
+	};
+	struct se_cmd *se = &cmd->se_cmd;
+	struct virtio_scsi_cmd_resp resp = {};
+	u32 resid = 0, len;
+
+	if (cmd->tmf) {
+		struct virtio_scsi_ctrl_tmf_resp tr = {
+			.response = cmd->tmf_response,
+		};
+
+		return sqcq_req_copy_to(&where, 0, &tr, sizeof(tr));
+	}
+	if (cmd->aborted) {
+		resp.response = VIRTIO_SCSI_S_ABORTED;
+	} else {
+		if (se->se_cmd_flags & (SCF_UNDERFLOW_BIT | SCF_OVERFLOW_BIT))
+			resid = se->residual_count;
+		resp.resid = cpu_to_le32(resid);
+		resp.status = se->scsi_status;
+		resp.sense_len = cpu_to_le32(min_t(u32, se->scsi_sense_length,
+						   sizeof(resp.sense)));
+		memcpy(resp.sense, cmd->sense,
+		       min_t(size_t, se->scsi_sense_length,
+			     min(sizeof(resp.sense), sizeof(cmd->sense))));
+		resp.response = VIRTIO_SCSI_S_OK;
+	}
+	len = sqcq_req_copy_to(&where, 0, &resp, sizeof(resp));
+	if (cmd->data_in && !cmd->aborted && resid < cmd->data_len)
+		len += cmd->data_len - resid;
+	return len;
+}
+
+/*
+ * Finish the commands of @vq the target core released (worker, vq->mutex
+ * held).  Called for stopped rings too, to free their commands.
+ */
+static unsigned int sqcq_complete_one_vq(struct sqcq_vq *vq)
+{
+	struct sqcq_scsi *s = sqcq_vq_scsi(vq);
+	struct llist_node *list = llist_del_all(&s->done[vq->index]);
+	struct sqcq_cmd *cmd, *tmp;
+	unsigned int pushed = 0;
+
+	/* llist is LIFO: answer in the order the core finished them. */
+	list = llist_reverse_order(list);
+	llist_for_each_entry_safe(cmd, tmp, list, done_node) {
+		if (vq->running && !vq->broken && cmd->gen == vq->start_gen &&
+		    !sqcq_vq_push_used(vq, cmd->head, sqcq_cmd_write_resp(cmd)))
+			pushed++;
+		sqcq_cmd_free(cmd);
+	}
+	if (pushed && !vq->broken)
+		sqcq_vq_notify(vq);
+	return pushed;
+}
+
+void sqcq_scsi_complete_vq(struct sqcq_vq *vq)
+{
+	struct sqcq_scsi *s = sqcq_vq_scsi(vq);
+	unsigned int i;
+
+	if (vq->index == SQCQ_CTRL_VQ && !llist_empty(&s->done[vq->index])) {
+		/*
+		 * A TMF answers only after the commands it ended: the core
+		 * released those before it released the TMF, so their
+		 * entries are on the done lists now; publish them first
+		 * (the driver reads them as soon as it sees the TMF answer).
+		 * Lock order: the control queue, then each request queue;
+		 * nobody else holds two queue mutexes.
+		 */
+		for (i = SQCQ_FIRST_REQ_VQ; i < s->vdev.nvqs; i++) {
+			struct sqcq_vq *rq = &s->vdev.vqs[i];
+
+			if (llist_empty(&s->done[i]))
+				continue;
+			mutex_lock_nested(&rq->mutex, 1);
+			sqcq_complete_one_vq(rq);
+			mutex_unlock(&rq->mutex);
+		}
+	}
+	sqcq_complete_one_vq(vq);
+}
+
+/* ---- target core callbacks ---- */
+
+static int sqcq_tcm_queue_status(struct se_cmd *se_cmd)
+{
+	/* The answer is written when the last reference goes (release). */
+	transport_generic_free_cmd(se_cmd, 0);
+	return 0;
+}
+
+static void sqcq_tcm_queue_tm_rsp(struct se_cmd *se_cmd)
+{
+	struct sqcq_cmd *cmd = sqcq_se_cmd(se_cmd);
+
+	/* se_tmr_req is freed before release_cmd: keep the answer. */
+	cmd->tmf_response = sqcq_tmr_to_virtio(se_cmd->se_tmr_req->response);
+	transport_generic_free_cmd(se_cmd, 0);
+}
+
+static void sqcq_tcm_aborted_task(struct se_cmd *se_cmd)
+{
+	/* The core drops its references next; release_cmd answers ABORTED. */
+	sqcq_se_cmd(se_cmd)->aborted = true;
+}
+
+static void sqcq_tcm_release_cmd(struct se_cmd *se_cmd)
+{
+	struct sqcq_cmd *cmd = sqcq_se_cmd(se_cmd);
+
+	/*
+	 * Any context.  llist_add() is a full barrier, so the worker that
+	 * takes the list sees every field written above; the wakeup pairs
+	 * with the bit test in the worker loop (sqcq_vq_queue_work()).
+	 */
+	llist_add(&cmd->done_node, &cmd->s->done[cmd->vq->index]);
+	sqcq_vq_queue_work(cmd->vq);
+}
+
+static int sqcq_tcm_check_stop_free(struct se_cmd *se_cmd)
+{
+	return target_put_sess_cmd(se_cmd);
+}
+
+static int sqcq_tcm_write_pending(struct se_cmd *se_cmd)
+{
+	/* Data-out buffers are mapped before submission: run it now. */
+	target_execute_cmd(se_cmd);
+	return 0;
+}
+
+static int sqcq_tcm_true(struct se_portal_group *se_tpg)
+{
+	return 1;
+}
+
+static int sqcq_tcm_false(struct se_portal_group *se_tpg)
+{
+	return 0;
+}
+
+static u32 sqcq_tcm_inst_index(struct se_portal_group *se_tpg)
+{
+	return 1;
+}
+
+static u32 sqcq_tcm_sess_index(struct se_session *se_sess)
+{
+	return 0;
+}
+
+static void sqcq_tcm_node_attrs(struct se_node_acl *nacl)
+{
+}
+
+static int sqcq_tcm_cmd_state(struct se_cmd *se_cmd)
+{
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Events (hotplug)                                                    */
+/* ------------------------------------------------------------------ */
+
+void sqcq_scsi_set_events_missed(struct sqcq_scsi *s, bool missed)
+{
+	spin_lock(&s->evt_lock);
+	s->events_missed = missed;
+	spin_unlock(&s->evt_lock);
+	if (missed)
+		sqcq_vq_queue_work(&s->vdev.vqs[SQCQ_EVT_VQ]);
+}
+
+bool sqcq_scsi_get_events_missed(struct sqcq_scsi *s)
+{
+	bool missed;
+
+	spin_lock(&s->evt_lock);
+	missed = s->events_missed;
+	spin_unlock(&s->evt_lock);
+	return missed;
+}
+
+static void sqcq_scsi_flush_events(struct sqcq_scsi *s)
+{
+	struct sqcq_evt *e, *tmp;
+	LIST_HEAD(gone);
+
+	spin_lock(&s->evt_lock);
+	list_splice_init(&s->evt_list, &gone);
+	s->evt_count = 0;
+	spin_unlock(&s->evt_lock);
+	list_for_each_entry_safe(e, tmp, &gone, node)
+		kfree(e);
+}
+
+/* Tell @s that a LUN of @tpg came or went.  sqcq_tcm_mutex held. */
+static void sqcq_scsi_lun_event(struct sqcq_scsi *s, struct sqcq_tpg *tpg,
+				u64 unpacked, u32 reason)
+{
+	struct sqcq_evt *e;
+
+	if (!sqcq_vdev_has_feature(&s->vdev, VIRTIO_SCSI_F_HOTPLUG))
+		return;
+	e = kzalloc(sizeof(*e), GFP_KERNEL);
+	spin_lock(&s->evt_lock);
+	if (!e || s->evt_count >= SQCQ_MAX_PENDING_EVENTS) {
+		s->events_missed = true;
+		spin_unlock(&s->evt_lock);
+		kfree(e);
+	} else {
+		e->ev.event = cpu_to_le32(VIRTIO_SCSI_T_TRANSPORT_RESET);
+		e->ev.reason = cpu_to_le32(reason);
+		sqcq_lun_encode(e->ev.lun, tpg->tpgt, unpacked);
+		list_add_tail(&e->node, &s->evt_list);
+		s->evt_count++;
+		spin_unlock(&s->evt_lock);
+	}
+	sqcq_vq_queue_work(&s->vdev.vqs[SQCQ_EVT_VQ]);
+}
+
+/*
+ * Deliver pending events into the guest's event buffers (worker, event
+ * vq->mutex held, ring running).  What finds no buffer stays pending; the
+ * driver kicks when it posts buffers.  A lost event (queue full) is
+ * reported by VIRTIO_SCSI_T_EVENTS_MISSED on the next one delivered, or on
+ * an otherwise empty NO_EVENT.
+ */
+void sqcq_scsi_handle_evt(struct sqcq_vq *vq)
+{
+	struct sqcq_scsi *s = sqcq_vq_scsi(vq);
+	struct virtio_scsi_event ev;
+	unsigned int pushed = 0;
+	struct sqcq_evt *e;
+	struct sqcq_req req;
+	int ret;
+
+	while (!vq->broken) {
+		spin_lock(&s->evt_lock);
+		e = list_first_entry_or_null(&s->evt_list, struct sqcq_evt,
+					     node);
+		if (!e && !s->events_missed) {
+			spin_unlock(&s->evt_lock);
+			break;
+		}
+		spin_unlock(&s->evt_lock);
+
+		ret = sqcq_vq_pop(vq, &req);
+		if (ret < 0)
+			break;
+		if (!ret) {
+			if (sqcq_vq_enable_kicks(vq))
+				continue;
+			break;
+		}
+		if (req.in_len < sizeof(ev)) {
+			pr_warn_ratelimited("dev%d: event buffer of %zu bytes is too small\n",
+					    s->id, req.in_len);
+			if (!sqcq_vq_push_used(vq, req.head, 0))
+				pushed++;
+			continue;
+		}
+		spin_lock(&s->evt_lock);
+		e = list_first_entry_or_null(&s->evt_list, struct sqcq_evt,
+					     node);
+		if (e) {
+			list_del(&e->node);
+			s->evt_count--;
+			ev = e->ev;
+		} else {
+			memset(&ev, 0, sizeof(ev));
+			ev.event = cpu_to_le32(VIRTIO_SCSI_T_NO_EVENT);
+		}
+		if (s->events_missed)
+			ev.event |= cpu_to_le32(VIRTIO_SCSI_T_EVENTS_MISSED);
+		s->events_missed = false;
+		spin_unlock(&s->evt_lock);
+		kfree(e);
+
+		if (sqcq_vq_push_used(vq, req.head,
+				      sqcq_req_copy_to(&req, 0, &ev, sizeof(ev))))
+			break;
+		pushed++;
+		atomic64_inc(&s->stat_events);
+	}
+	if (pushed && !vq->broken)
+		sqcq_vq_notify(vq);
+}
+
+/* ------------------------------------------------------------------ */
+/* Endpoints                                                           */
+/* ------------------------------------------------------------------ */
+
+/* Unbind every TPG of @s and wait for its requests.  sqcq_tcm_mutex held. */
+static void sqcq_endpoint_unbind(struct sqcq_scsi *s)
+{
+	struct sqcq_tpg *tpg;
+
+	/* Waits for a worker batch in progress; later batches see none. */
+	down_write(&s->ep_rwsem);
+	memset(s->tpgs, 0, sizeof(s->tpgs));
+	s->ep_set = false;
+	s->ep_wwpn[0] = '\0';
+	up_write(&s->ep_rwsem);
+
+	/* Pairs with atomic_dec_and_test() + wake_up() in sqcq_cmd_free(). */
+	wait_event(s->inflight_wq, !atomic_read(&s->inflight));
+
+	list_for_each_entry(tpg, &sqcq_tpg_list, node) {
+		if (tpg->vs != s)
+			continue;
+		tpg->vs = NULL;
+		target_undepend_item(&tpg->se_tpg.tpg_group.cg_item);
+	}
+}
+
+static bool sqcq_tpg_matches(struct sqcq_tpg *tpg, const char *wwpn)
+{
+	return tpg->nexus && !strcmp(tpg->tport->name, wwpn);
+}
+
+int sqcq_set_endpoint(struct sqcq_scsi *s, const struct vhost_scsi_target *t)
+{
+	struct sqcq_tpg *tpg;
+	unsigned int n = 0;
+	int ret = 0;
+
+	mutex_lock(&sqcq_tcm_mutex);
+	if (s->ep_set) {
+		ret = -EEXIST;
+		goto out;
+	}
+	list_for_each_entry(tpg, &sqcq_tpg_list, node) {
+		if (!sqcq_tpg_matches(tpg, t->vhost_wwpn))
+			continue;
+		if (tpg->vs) {
+			pr_warn_ratelimited("dev%d: %s tpgt_%u is in use by dev%d\n",
+					    s->id, tpg->tport->name, tpg->tpgt,
+					    tpg->vs->id);
+			ret = -EBUSY;
+			goto out;
+		}
+		n++;
+	}
+	if (!n) {
+		pr_warn_ratelimited("dev%d: no target port \"%s\" with an I_T nexus\n",
+				    s->id, t->vhost_wwpn);
+		ret = -ENODEV;
+		goto out;
+	}
+	list_for_each_entry(tpg, &sqcq_tpg_list, node) {
+		if (!sqcq_tpg_matches(tpg, t->vhost_wwpn))
+			continue;
+		/* Keeps the TPG directory (and so the TPG) while bound. */
+		ret = target_depend_item(&tpg->se_tpg.tpg_group.cg_item);
+		if (ret)
+			break;
+		tpg->vs = s;
+	}
+	down_write(&s->ep_rwsem);
+	list_for_each_entry(tpg, &sqcq_tpg_list, node) {
+		if (tpg->vs != s)
+			continue;
+		if (ret) {
+			tpg->vs = NULL;
+			target_undepend_item(&tpg->se_tpg.tpg_group.cg_item);
+		} else {
+			s->tpgs[tpg->tpgt] = tpg;
+		}
+	}
+	if (!ret) {
+		s->ep_set = true;
+		strscpy(s->ep_wwpn, t->vhost_wwpn, sizeof(s->ep_wwpn));
+	}
+	up_write(&s->ep_rwsem);
+	if (ret)
+		goto out;
+	pr_info("dev%d: endpoint %s bound (%u target%s)\n", s->id,
+		s->ep_wwpn, n, n == 1 ? "" : "s");
+	/* Requests may have waited for the targets. */
+	for (n = SQCQ_FIRST_REQ_VQ; n < s->vdev.nvqs; n++)
+		if (READ_ONCE(s->vdev.vqs[n].running))
+			sqcq_vq_queue_work(&s->vdev.vqs[n]);
+out:
+	mutex_unlock(&sqcq_tcm_mutex);
+	return ret;
+}
+
+int sqcq_clear_endpoint(struct sqcq_scsi *s, const struct vhost_scsi_target *t)
+{
+	int ret = 0;
+
+	mutex_lock(&sqcq_tcm_mutex);
+	if (!s->ep_set) {
+		/* QEMU clears at every stop, also when nothing was bound. */
+		goto out;
+	}
+	if (strcmp(s->ep_wwpn, t->vhost_wwpn)) {
+		pr_warn_ratelimited("dev%d: CLEAR_ENDPOINT for \"%s\" but \"%s\" is bound\n",
+				    s->id, t->vhost_wwpn, s->ep_wwpn);
+		ret = -EINVAL;
+		goto out;
+	}
+	sqcq_endpoint_unbind(s);
+	pr_info("dev%d: endpoint %s cleared\n", s->id, t->vhost_wwpn);
+out:
+	mutex_unlock(&sqcq_tcm_mutex);
+	return ret;
+}
+
+void sqcq_scsi_drop_endpoint(struct sqcq_scsi *s)
+{
+	mutex_lock(&sqcq_tcm_mutex);
+	if (s->ep_set)
+		sqcq_endpoint_unbind(s);
+	mutex_unlock(&sqcq_tcm_mutex);
+	/* Nothing is in flight: no new event can be queued for us. */
+	sqcq_scsi_flush_events(s);
+	sqcq_scsi_set_events_missed(s, false);
+}
+
+void sqcq_scsi_show_targets(struct seq_file *m, struct sqcq_scsi *s)
+{
+	unsigned int i;
+
+	down_read(&s->ep_rwsem);
+	seq_printf(m, "endpoint: %s\n", s->ep_set ? s->ep_wwpn : "-");
+	for (i = 0; i < SQCQ_MAX_TARGETS; i++)
+		if (s->tpgs[i])
+			seq_printf(m, "target %u: %s tpgt_%u\n", i,
+				   s->tpgs[i]->tport->name, s->tpgs[i]->tpgt);
+	up_read(&s->ep_rwsem);
+	seq_printf(m, "inflight: %d\ntmfs: %lld\nevents: %lld\nbad_target: %lld\n",
+		   atomic_read(&s->inflight),
+		   (long long)atomic64_read(&s->stat_tmfs),
+		   (long long)atomic64_read(&s->stat_events),
+		   (long long)atomic64_read(&s->stat_bad_target));
+}
+
+int sqcq_scsi_tcm_init(struct sqcq_scsi *s)
+{
+	unsigned int i;
+
+	init_rwsem(&s->ep_rwsem);
+	init_waitqueue_head(&s->inflight_wq);
+	atomic_set(&s->inflight, 0);
+	spin_lock_init(&s->evt_lock);
+	INIT_LIST_HEAD(&s->evt_list);
+	s->done = kcalloc(SQCQ_NVQS, sizeof(*s->done), GFP_KERNEL);
+	if (!s->done)
+		return -ENOMEM;
+	for (i = 0; i < SQCQ_NVQS; i++)
+		init_llist_head(&s->done[i]);
+	return 0;
+}
+
+void sqcq_scsi_tcm_free(struct sqcq_scsi *s)
+{
+	sqcq_scsi_flush_events(s);
+	kfree(s->done);
+	s->done = NULL;
+}
+
+/* ------------------------------------------------------------------ */
+/* configfs: nexus                                                     */
+/* ------------------------------------------------------------------ */
+
+static struct sqcq_tpg *sqcq_tpg_of(struct se_portal_group *se_tpg)
+{
+	return container_of(se_tpg, struct sqcq_tpg, se_tpg);
+}
+
+static struct se_portal_group *sqcq_item_tpg(struct config_item *item)
+{
+	return container_of(to_config_group(item), struct se_portal_group,
+			    tpg_group);
+}
+
+/* SCSI_PROTOCOL_* of a port name by its prefix, or -1. */
+static int sqcq_name_proto(const char *name)
+{
+	if (!strncmp(name, "naa.", 4) || !strncmp(name, "eui.", 4))
+		return SCSI_PROTOCOL_SAS;
+	if (!strncmp(name, "fc.", 3))
+		return SCSI_PROTOCOL_FCP;
+	if (!strncmp(name, "iqn.", 4))
+		return SCSI_PROTOCOL_ISCSI;
+	return -1;
+}
+
+static int sqcq_make_nexus(struct sqcq_tpg *tpg, const char *name)
+{
+	struct sqcq_nexus *nexus;
+
+	if (tpg->nexus)
+		return -EEXIST;
+	nexus = kzalloc(sizeof(*nexus), GFP_KERNEL);
+	if (!nexus)
+		return -ENOMEM;
+	/* Demo mode: the core creates the node ACL for this initiator. */
+	nexus->se_sess = target_setup_session(&tpg->se_tpg, 0, 0,
+					      TARGET_PROT_NORMAL, name, nexus,
+					      NULL);
+	if (IS_ERR(nexus->se_sess)) {
+		int ret = PTR_ERR(nexus->se_sess);
+
+		kfree(nexus);
+		return ret;
+	}
+	tpg->nexus = nexus;
+	strscpy(tpg->nexus_name, name, sizeof(tpg->nexus_name));
+	return 0;
+}
+
+static int sqcq_drop_nexus(struct sqcq_tpg *tpg)
+{
+	struct sqcq_nexus *nexus = tpg->nexus;
+
+	if (!nexus)
+		return -ENODEV;
+	if (tpg->port_count) {
+		pr_warn("%s tpgt_%u: unlink the %u LUN(s) before dropping the nexus\n",
+			tpg->tport->name, tpg->tpgt, tpg->port_count);
+		return -EBUSY;
+	}
+	if (tpg->vs) {
+		pr_warn("%s tpgt_%u: in use by dev%d (VHOST_SCSI_CLEAR_ENDPOINT first)\n",
+			tpg->tport->name, tpg->tpgt, tpg->vs->id);
+		return -EBUSY;
+	}
+	target_remove_session(nexus->se_sess);
+	tpg->nexus = NULL;
+	tpg->nexus_name[0] = '\0';
+	kfree(nexus);
+	return 0;
+}
+
+static ssize_t sqcq_tpg_nexus_show(struct config_item *item, char *page)
+{
+	struct sqcq_tpg *tpg = sqcq_tpg_of(sqcq_item_tpg(item));
+	ssize_t ret;
+
+	mutex_lock(&sqcq_tcm_mutex);
+	ret = tpg->nexus ? sysfs_emit(page, "%s\n", tpg->nexus_name) : -ENODEV;
+	mutex_unlock(&sqcq_tcm_mutex);
+	return ret;
+}
+
+static ssize_t sqcq_tpg_nexus_store(struct config_item *item,
+				    const char *page, size_t count)
+{
+	struct sqcq_tpg *tpg = sqcq_tpg_of(sqcq_item_tpg(item));
+	char name[SQCQ_WWPN_MAX + 1];
+	size_t len = strcspn(page, "\n");
+	int ret;
+
+	if (len == 0 || len > SQCQ_WWPN_MAX)
+		return -EINVAL;
+	memcpy(name, page, len);
+	name[len] = '\0';
+
+	mutex_lock(&sqcq_tcm_mutex);
+	if (!strcmp(name, "NULL")) {
+		ret = sqcq_drop_nexus(tpg);
+	} else if (sqcq_name_proto(name) != tpg->tport->proto_id) {
+		pr_warn("%s tpgt_%u: nexus \"%s\" does not match the port's protocol\n",
+			tpg->tport->name, tpg->tpgt, name);
+		ret = -EINVAL;
+	} else {
+		ret = sqcq_make_nexus(tpg, name);
+	}
+	mutex_unlock(&sqcq_tcm_mutex);
+	return ret ? ret : count;
+}
+
+CONFIGFS_ATTR(sqcq_tpg_, nexus);
+
+static struct configfs_attribute *sqcq_tpg_attrs[] = {
+	&sqcq_tpg_attr_nexus,
+	NULL,
+};
+
+static ssize_t sqcq_wwn_version_show(struct config_item *item, char *page)
+{
+	return sysfs_emit(page, "%s fabric of vhost_scsi_sqcq %s\n",
+			  sqcq_tcm_ops.fabric_name, SQCQ_PKG_VERSION);
+}
+
+CONFIGFS_ATTR_RO(sqcq_wwn_, version);
+
+static struct configfs_attribute *sqcq_wwn_attrs[] = {
+	&sqcq_wwn_attr_version,
+	NULL,
+};
+
+/* ------------------------------------------------------------------ */
+/* configfs: ports, TPGs, LUN links                                    */
+/* ------------------------------------------------------------------ */
+
+static int sqcq_tcm_port_link(struct se_portal_group *se_tpg,
+			      struct se_lun *lun)
+{
+	struct sqcq_tpg *tpg = sqcq_tpg_of(se_tpg);
+
+	mutex_lock(&sqcq_tcm_mutex);
+	tpg->port_count++;
+	if (tpg->vs)
+		sqcq_scsi_lun_event(tpg->vs, tpg, lun->unpacked_lun,
+				    VIRTIO_SCSI_EVT_RESET_RESCAN);
+	mutex_unlock(&sqcq_tcm_mutex);
+	return 0;
+}
+
+static void sqcq_tcm_port_unlink(struct se_portal_group *se_tpg,
+				 struct se_lun *lun)
+{
+	struct sqcq_tpg *tpg = sqcq_tpg_of(se_tpg);
+
+	mutex_lock(&sqcq_tcm_mutex);
+	tpg->port_count--;
+	if (tpg->vs)
+		sqcq_scsi_lun_event(tpg->vs, tpg, lun->unpacked_lun,
+				    VIRTIO_SCSI_EVT_RESET_REMOVED);
+	mutex_unlock(&sqcq_tcm_mutex);
+}
+
+static char *sqcq_tcm_get_wwn(struct se_portal_group *se_tpg)
+{
+	return sqcq_tpg_of(se_tpg)->tport->name;
+}
+
+static u16 sqcq_tcm_get_tag(struct se_portal_group *se_tpg)
+{
+	return sqcq_tpg_of(se_tpg)->tpgt;
+}
+
+static struct se_portal_group *sqcq_tcm_make_tpg(struct se_wwn *wwn,
+						 const char *name)
+{
+	struct sqcq_tport *tport = container_of(wwn, struct sqcq_tport, wwn);
+	struct sqcq_tpg *tpg;
+	u16 tpgt;
+	int ret;
+
+	if (strncmp(name, "tpgt_", 5) || kstrtou16(name + 5, 10, &tpgt) ||
+	    tpgt >= SQCQ_MAX_TARGETS) {
+		pr_warn("%s: \"%s\": expected tpgt_N with N in 0..%u\n",
+			tport->name, name, SQCQ_MAX_TARGETS - 1);
+		return ERR_PTR(-EINVAL);
+	}
+	tpg = kzalloc(sizeof(*tpg), GFP_KERNEL);
+	if (!tpg)
+		return ERR_PTR(-ENOMEM);
+	tpg->tport = tport;
+	tpg->tpgt = tpgt;
+	ret = core_tpg_register(wwn, &tpg->se_tpg, tport->proto_id);
+	if (ret) {
+		kfree(tpg);
+		return ERR_PTR(ret);
+	}
+	mutex_lock(&sqcq_tcm_mutex);
+	list_add_tail(&tpg->node, &sqcq_tpg_list);
+	mutex_unlock(&sqcq_tcm_mutex);
+	return &tpg->se_tpg;
+}
+
+static void sqcq_tcm_drop_tpg(struct se_portal_group *se_tpg)
+{
+	struct sqcq_tpg *tpg = sqcq_tpg_of(se_tpg);
+
+	mutex_lock(&sqcq_tcm_mutex);
+	list_del(&tpg->node);
+	/* A bound TPG cannot be removed (target_depend_item); LUNs are gone. */
+	tpg->port_count = 0;
+	if (tpg->nexus)
+		WARN_ON_ONCE(sqcq_drop_nexus(tpg));
+	mutex_unlock(&sqcq_tcm_mutex);
+	core_tpg_deregister(se_tpg);
+	kfree(tpg);
+}
+
+static struct se_wwn *sqcq_tcm_make_wwn(struct target_fabric_configfs *tf,
+					struct config_group *group,
+					const char *name)
+{
+	struct sqcq_tport *tport;
+	int proto = sqcq_name_proto(name);
+	size_t len = strlen(name);
+
+	if (proto < 0 || len > SQCQ_WWPN_MAX) {
+		pr_warn("\"%s\": a port name is naa., eui., fc. or iqn. and at most %u characters\n",
+			name, SQCQ_WWPN_MAX);
+		return ERR_PTR(-EINVAL);
+	}
+	tport = kzalloc(sizeof(*tport), GFP_KERNEL);
+	if (!tport)
+		return ERR_PTR(-ENOMEM);
+	tport->proto_id = proto;
+	strscpy(tport->name, name, sizeof(tport->name));
+	return &tport->wwn;
+}
+
+static void sqcq_tcm_drop_wwn(struct se_wwn *wwn)
+{
+	kfree(container_of(wwn, struct sqcq_tport, wwn));
+}
+
+static struct target_core_fabric_ops sqcq_tcm_ops = {
+	.module				= THIS_MODULE,
+	.fabric_name			= "vhost_sqcq",
+	.max_data_sg_nents		= SQCQ_MAX_SG_PAGES,
+	.tpg_get_wwn			= sqcq_tcm_get_wwn,
+	.tpg_get_tag			= sqcq_tcm_get_tag,
+	.tpg_check_demo_mode		= sqcq_tcm_true,
+	.tpg_check_demo_mode_cache	= sqcq_tcm_true,
+	.tpg_check_demo_mode_write_protect = sqcq_tcm_false,
+	.tpg_check_prod_mode_write_protect = sqcq_tcm_false,
+	.tpg_get_inst_index		= sqcq_tcm_inst_index,
+	.release_cmd			= sqcq_tcm_release_cmd,
+	.check_stop_free		= sqcq_tcm_check_stop_free,
+	.sess_get_index			= sqcq_tcm_sess_index,
+	.write_pending			= sqcq_tcm_write_pending,
+	.set_default_node_attributes	= sqcq_tcm_node_attrs,
+	.get_cmd_state			= sqcq_tcm_cmd_state,
+	.queue_data_in			= sqcq_tcm_queue_status,
+	.queue_status			= sqcq_tcm_queue_status,
+	.queue_tm_rsp			= sqcq_tcm_queue_tm_rsp,
+	.aborted_task			= sqcq_tcm_aborted_task,
+	.fabric_make_wwn		= sqcq_tcm_make_wwn,
+	.fabric_drop_wwn		= sqcq_tcm_drop_wwn,
+	.fabric_make_tpg		= sqcq_tcm_make_tpg,
+	.fabric_drop_tpg		= sqcq_tcm_drop_tpg,
+	.fabric_post_link		= sqcq_tcm_port_link,
+	.fabric_pre_unlink		= sqcq_tcm_port_unlink,
+	.tfc_wwn_attrs			= sqcq_wwn_attrs,
+	.tfc_tpg_base_attrs		= sqcq_tpg_attrs,
+#ifdef SQCQ_HAVE_DIRECT_SUBMIT_SUPP
+	/* Submission from the worker is queued to the core's workqueue. */
+	.default_submit_type		= TARGET_QUEUE_SUBMIT,
+	.direct_submit_supp		= 1,
+#endif
+};
+
+int sqcq_tcm_register(bool takeover)
+{
+	sqcq_tcm_ops.fabric_name = takeover ? "vhost" : "vhost_sqcq";
+	return target_register_template(&sqcq_tcm_ops);
+}
+
+void sqcq_tcm_unregister(void)
+{
+	target_unregister_template(&sqcq_tcm_ops);
+}
