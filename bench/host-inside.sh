@@ -1,17 +1,19 @@
 #!/bin/bash
 # Runs INSIDE the L1 VM (bench/host.sh starts it): one ramdisk, exported by
 # the in-tree fabric "vhost" and by ours, "vhost_sqcq"; the same client
-# against both device nodes; one table.
+# against both device nodes, ours in classic and in SQ/CQ mode; one table.
+# notifications/io = (kicks the client sent + calls it received) per I/O.
 #
 # Usage: host-inside.sh KO CLIENT SECONDS
 set -eu
-KO=$1 CLIENT=$2 SECS=$3
+KO=$1 CLIENT=$2 SECS=$3 IDLE=${4:-1000}
 C=/sys/kernel/config/target
 W_IN=naa.5001405000000a01 W_OURS=naa.5001405000000b01
 
 modprobe target_core_mod
 modprobe vhost_scsi
-insmod "$KO"
+insmod "$KO" poll_idle_us="$IDLE"
+export SQCQ_CLIENT_IDLE_US=$IDLE
 mkdir -p $C/core/rd_mcp_0/bench
 echo rd_pages=$((80 << 8)) >$C/core/rd_mcp_0/bench/control
 echo 1 >$C/core/rd_mcp_0/bench/enable
@@ -22,35 +24,40 @@ for f in "vhost $W_IN" "vhost_sqcq $W_OURS"; do
 	echo naa.5001405000000c01 >$C/$1/$2/tpgt_1/nexus
 done
 
-run() { # NODE WWPN Q QD RW -> "iops kicks/io calls/io"
-	"$CLIENT" "$1" "$2" "$3" "$4" "$SECS" "$5" |
-		awk -F'[= ]' '{ printf "%d %.3f %.3f", $6, $8 / $2, $10 / $2 }'
+run() { # NODE WWPN Q QD RW [sqcq] -> "iops notifications/io"
+	"$CLIENT" "$1" "$2" "$3" "$4" "$SECS" "$5" 1 0 ${6:-} |
+		awk -F'[= ]' '{ printf "%d %.3f", $6, ($8 + $10) / $2 }'
 }
 
-printf '%-6s %2s %3s | %9s %9s | %6s | %-15s %-15s\n' rw q qd \
-	in-tree ours ratio "kicks/io in,us" "calls/io in,us"
+printf '%-10s %2s %3s | %8s %8s %8s | %6s %6s | %-24s\n' rw q qd \
+	in-tree classic sqcq ours/in sqcq/cl "notifications/io in,cl,sq"
 n=0
 for rw in read write; do
 	for q in 1 4; do
 		for qd in 1 32; do
-			# Alternate which module runs first.
-			if [ $((n % 2)) = 0 ]; then
-				a=$(run /dev/vhost-scsi $W_IN $q $qd $rw)
-				b=$(run /dev/vhost-scsi-sqcq $W_OURS $q $qd $rw)
-			else
-				b=$(run /dev/vhost-scsi-sqcq $W_OURS $q $qd $rw)
-				a=$(run /dev/vhost-scsi $W_IN $q $qd $rw)
-			fi
+			# Rotate which variant runs first.
+			case $((n % 3)) in
+			0) a=$(run /dev/vhost-scsi $W_IN $q $qd $rw)
+			   b=$(run /dev/vhost-scsi-sqcq $W_OURS $q $qd $rw)
+			   c=$(run /dev/vhost-scsi-sqcq $W_OURS $q $qd $rw sqcq) ;;
+			1) b=$(run /dev/vhost-scsi-sqcq $W_OURS $q $qd $rw)
+			   c=$(run /dev/vhost-scsi-sqcq $W_OURS $q $qd $rw sqcq)
+			   a=$(run /dev/vhost-scsi $W_IN $q $qd $rw) ;;
+			2) c=$(run /dev/vhost-scsi-sqcq $W_OURS $q $qd $rw sqcq)
+			   a=$(run /dev/vhost-scsi $W_IN $q $qd $rw)
+			   b=$(run /dev/vhost-scsi-sqcq $W_OURS $q $qd $rw) ;;
+			esac
 			n=$((n + 1))
-			set -- $a $b
-			printf '%-6s %2s %3s | %9s %9s | %6.2f | %6s %6s     %6s %6s\n' \
-				"rand$rw" "$q" "$qd" "$1" "$4" \
-				"$(echo "$4 $1" | awk '{ print $2 ? $1 / $2 : 0 }')" \
-				"$2" "$5" "$3" "$6"
+			set -- $a $b $c
+			printf '%-10s %2s %3s | %8s %8s %8s | %6.2f %6.2f | %6s %6s %6s\n' \
+				"rand$rw" "$q" "$qd" "$1" "$3" "$5" \
+				"$(echo "$3 $1" | awk '{ print $2 ? $1 / $2 : 0 }')" \
+				"$(echo "$5 $3" | awk '{ print $2 ? $1 / $2 : 0 }')" \
+				"$2" "$4" "$6"
 		done
 	done
 done
-echo "kernel $(uname -r), $(nproc) vCPUs (TCG), ${SECS}s per point, rd_mcp 80 MiB, 4 KiB"
+echo "kernel $(uname -r), $(nproc) vCPUs (TCG), ${SECS}s per point, rd_mcp 80 MiB, 4 KiB, poll_idle_us $IDLE (host and client)"
 for f in "vhost $W_IN" "vhost_sqcq $W_OURS"; do
 	set -- $f
 	rm $C/$1/$2/tpgt_1/lun/lun_0/bench

@@ -5,15 +5,22 @@
  * Works with the in-tree /dev/vhost-scsi and with /dev/vhost-scsi-sqcq, so
  * both are measured by the same client in the same boot.
  *
- *   vhost-bench NODE WWPN QUEUES DEPTH SECONDS read|write [TARGET [LUN]]
+ *   vhost-bench NODE WWPN QUEUES DEPTH SECONDS read|write [TARGET [LUN [sqcq]]]
  *
  * DEPTH requests are kept in flight on each of QUEUES request queues, each
  * request a READ(10)/WRITE(10) of 4 KiB at a random block of the first
  * 64 MiB, three descriptors (header, response, data), interrupts on (no
  * EVENT_IDX).  One thread waits on all call eventfds and refills.
  *
+ * With "sqcq" the client first asks for SQ/CQ doorbells on the control
+ * queue (common/sqcq_uapi.h) and then behaves as the guest driver does in
+ * SQ/CQ mode: it publishes SQ indexes and kicks only when the host poller
+ * asked for it (SQ NEED_WAKEUP), and polls the CQ indexes, sleeping on the
+ * call eventfds behind CQ NEED_WAKEUP after 1 ms without completions
+ * ($SQCQ_CLIENT_IDLE_US overrides the 1 ms).
+ *
  * Prints one line:
- *   ios=N seconds=S iops=I kicks=K calls=C errors=E
+ *   ios=N seconds=S iops=I kicks=K calls=C errors=E mode=M
  * kicks: eventfd writes this client made; calls: signals it consumed
  * (counted per eventfd read, so coalesced signals count once).
  * Exit status 0 when no request failed.
@@ -36,6 +43,8 @@
 #include <linux/virtio_ring.h>
 #include <linux/virtio_scsi.h>
 
+#include "../common/sqcq_uapi.h"
+
 #define MAXQ		16
 #define RING		256			/* descriptors per queue */
 #define SLOTS		(RING / 3)		/* requests per queue at most */
@@ -53,6 +62,9 @@ struct slot {
 
 struct queue {
 	unsigned int index;		/* vhost queue index */
+	struct vring_sq *sq;		/* SQ/CQ doorbells, NULL: classic */
+	struct vring_cq *cq;
+	uint16_t cq_seen;
 	struct vring_desc *desc;
 	struct vring_avail *avail;
 	struct vring_used *used;
@@ -64,7 +76,11 @@ struct queue {
 static uint8_t *mem;
 static size_t mem_size;
 static struct queue qs[MAXQ];
+static struct queue ctrlq;
+static struct sqcq_area *area;
 static unsigned long long kicks, calls, errors, ios;
+
+static double now(void);
 
 static uint64_t gpa_of(const void *p)
 {
@@ -96,7 +112,7 @@ static void vring_fd(int fd, unsigned long cmd, unsigned int idx, int efd)
 
 static uint8_t *slot_base(unsigned int q, unsigned int s)
 {
-	return mem + (size_t)MAXQ * RING_BYTES +
+	return mem + (size_t)(MAXQ + 2) * RING_BYTES +
 	       ((size_t)q * SLOTS + s) * SLOT_BYTES;
 }
 
@@ -182,6 +198,16 @@ static void publish_and_kick(struct queue *q)
 
 	/* Ring entries before the index (release), as a driver must. */
 	__atomic_store_n(&q->avail->idx, q->avail_idx, __ATOMIC_RELEASE);
+	if (q->sq) {
+		/* SQ/CQ: the doorbell, full barrier, the host poller's flag. */
+		if (!sqcq_publish(&q->sq->idx, q->avail_idx, &q->sq->flags,
+				  VRING_SQ_F_NEED_WAKEUP))
+			return;
+		if (write(q->kick, &one, sizeof(one)) != sizeof(one))
+			die("kick");
+		kicks++;
+		return;
+	}
 	/* The index before reading the device's flags (full barrier). */
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	if (__atomic_load_n(&q->used->flags, __ATOMIC_ACQUIRE) &
@@ -190,6 +216,67 @@ static void publish_and_kick(struct queue *q)
 	if (write(q->kick, &one, sizeof(one)) != sizeof(one))
 		die("kick");
 	kicks++;
+}
+
+/*
+ * Ask for SQ/CQ on the control queue (vhost queue 0, started here) for
+ * the first @nq request queues; returns the setup status (SQCQ_S_*), or
+ * -1 when the device gave another answer.
+ */
+static int sqcq_setup(int fd, unsigned int nq)
+{
+	size_t area_off = (size_t)(MAXQ + 1) * RING_BYTES;
+	uint8_t *buf = mem + (size_t)MAXQ * RING_BYTES + 32768;
+	struct sqcq_tmf_req *tmf = (struct sqcq_tmf_req *)buf;
+	struct sqcq_setup_req *req = (struct sqcq_setup_req *)(buf + 24);
+	struct sqcq_setup_in *in = (struct sqcq_setup_in *)(buf + 256);
+	double t0;
+
+	queue_start(fd, &ctrlq, MAXQ, 0);
+	area = (struct sqcq_area *)(mem + area_off);
+	sqcq_area_init(area, nq);
+	memset(buf, 0, 512);
+	tmf->type = cpu_to_le32(SQCQ_VIRTIO_SCSI_T_TMF);
+	tmf->subtype = cpu_to_le32(SQCQ_TMF_SUBTYPE_SETUP);
+	tmf->lun[0] = 1;
+	req->magic = cpu_to_le32(SQCQ_MAGIC);
+	req->version = cpu_to_le16(SQCQ_VERSION);
+	req->nqueues = cpu_to_le16(nq);
+	req->area_gpa = cpu_to_le64(gpa_of(area));
+	req->area_len = cpu_to_le32(4096);
+	req->flags = cpu_to_le32(SQCQ_F_SQ_POLL | SQCQ_F_CQ_POLL);
+	req->poll_idle_us = cpu_to_le32(1000);
+	ctrlq.desc[0].addr = gpa_of(tmf);
+	ctrlq.desc[0].len = 24 + sizeof(*req);
+	ctrlq.desc[0].flags = VRING_DESC_F_NEXT;
+	ctrlq.desc[0].next = 1;
+	ctrlq.desc[1].addr = gpa_of(in);
+	ctrlq.desc[1].len = sizeof(*in);
+	ctrlq.desc[1].flags = VRING_DESC_F_WRITE;
+	ctrlq.avail->ring[0] = 0;
+	ctrlq.avail_idx = 1;
+	publish_and_kick(&ctrlq);
+	t0 = now();
+	while (__atomic_load_n(&ctrlq.used->idx, __ATOMIC_ACQUIRE) != 1)
+		if (now() - t0 > 10) {
+			fprintf(stderr, "vhost-bench: no answer to the SQ/CQ setup\n");
+			exit(2);
+		}
+	if (in->response != VIRTIO_SCSI_S_FUNCTION_SUCCEEDED)
+		return le32_to_cpu(in->resp.magic) == SQCQ_MAGIC ?
+		       le16_to_cpu(in->resp.status) : -1;
+	return le16_to_cpu(in->resp.status);
+}
+
+/* A userspace guest poller: CQ indexes moved since last time? */
+static int cq_moved(unsigned int nq)
+{
+	unsigned int i;
+
+	for (i = 0; i < nq; i++)
+		if (sqcq_load16(&qs[i].cq->idx) != qs[i].cq_seen)
+			return 1;
+	return 0;
 }
 
 static double now(void)
@@ -206,8 +293,9 @@ int main(int argc, char **argv)
 	struct pollfd pfd[MAXQ];
 	struct vhost_memory *m;
 	unsigned int nq, depth, i, s;
-	int fd, target = 1, lun = 0, write_io;
-	double secs, t0, t1;
+	int fd, target = 1, lun = 0, write_io, use_sqcq = 0;
+	double secs, t0, t1, idle_since = 0, client_idle = 0.001;
+	unsigned long long sleeps = 0;
 	uint64_t features;
 
 	if (argc < 7) {
@@ -222,13 +310,17 @@ int main(int argc, char **argv)
 		target = atoi(argv[7]);
 	if (argc > 8)
 		lun = atoi(argv[8]);
+	use_sqcq = argc > 9 && !strcmp(argv[9], "sqcq");
+	if (getenv("SQCQ_CLIENT_IDLE_US"))
+		client_idle = atof(getenv("SQCQ_CLIENT_IDLE_US")) / 1e6;
 	if (!nq || nq > MAXQ || !depth || depth > SLOTS || secs <= 0) {
 		fprintf(stderr, "vhost-bench: QUEUES 1..%d, DEPTH 1..%d\n",
 			MAXQ, SLOTS);
 		return 2;
 	}
 
-	mem_size = (size_t)MAXQ * RING_BYTES + (size_t)MAXQ * SLOTS * SLOT_BYTES;
+	mem_size = (size_t)(MAXQ + 2) * RING_BYTES +
+		   (size_t)MAXQ * SLOTS * SLOT_BYTES;
 	mem = mmap(NULL, mem_size, PROT_READ | PROT_WRITE,
 		   MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
 	if (mem == MAP_FAILED)
@@ -257,6 +349,22 @@ int main(int argc, char **argv)
 	snprintf(t.vhost_wwpn, sizeof(t.vhost_wwpn), "%s", argv[2]);
 	if (ioctl(fd, VHOST_SCSI_SET_ENDPOINT, &t))
 		die("VHOST_SCSI_SET_ENDPOINT");
+	if (use_sqcq) {
+		int st = sqcq_setup(fd, nq);
+
+		if (st != SQCQ_S_OK) {
+			fprintf(stderr, "vhost-bench: SQ/CQ refused: %s\n",
+				st < 0 ? "not supported" : sqcq_status_str(st));
+			return 3;
+		}
+		for (i = 0; i < nq; i++) {
+			qs[i].sq = &area->q[i].sq_line.sq;
+			qs[i].cq = &area->q[i].cq_line.cq;
+			/* We poll: no interrupts until we say so. */
+			sqcq_clear_need_wakeup(&qs[i].cq->flags,
+					       VRING_CQ_F_NEED_WAKEUP);
+		}
+	}
 
 	srandom(1);
 	for (i = 0; i < nq; i++) {
@@ -272,8 +380,35 @@ int main(int argc, char **argv)
 	for (;;) {
 		int done = now() >= t1;
 
-		if (poll(pfd, nq, 1000) < 0 && errno != EINTR)
+		if (use_sqcq) {
+			/* Spin on the CQ doorbells; after 1 ms idle, sleep. */
+			if (!cq_moved(nq)) {
+				if (!idle_since)
+					idle_since = now();
+				if (now() - idle_since < client_idle)
+					continue;
+				for (i = 0; i < nq; i++)
+					if (!sqcq_prepare_sleep(&qs[i].cq->flags,
+								VRING_CQ_F_NEED_WAKEUP,
+								&qs[i].cq->idx,
+								qs[i].cq_seen))
+						break;
+				if (i == nq) {
+					sleeps++;
+					if (poll(pfd, nq, 1000) < 0 &&
+					    errno != EINTR)
+						die("poll");
+				}
+				for (i = 0; i < nq; i++)
+					sqcq_clear_need_wakeup(&qs[i].cq->flags,
+							       VRING_CQ_F_NEED_WAKEUP);
+			}
+			idle_since = 0;
+			for (i = 0; i < nq; i++)
+				qs[i].cq_seen = sqcq_consume_idx(&qs[i].cq->idx);
+		} else if (poll(pfd, nq, 1000) < 0 && errno != EINTR) {
 			die("poll");
+		}
 		for (i = 0; i < nq; i++) {
 			struct queue *q = &qs[i];
 			uint16_t used_idx;
@@ -319,8 +454,9 @@ int main(int argc, char **argv)
 	snprintf(t.vhost_wwpn, sizeof(t.vhost_wwpn), "%s", argv[2]);
 	if (ioctl(fd, VHOST_SCSI_CLEAR_ENDPOINT, &t))
 		die("VHOST_SCSI_CLEAR_ENDPOINT");
-	printf("ios=%llu seconds=%.2f iops=%.0f kicks=%llu calls=%llu errors=%llu\n",
-	       ios, t1 - t0, ios / (t1 - t0), kicks, calls, errors);
+	printf("ios=%llu seconds=%.2f iops=%.0f kicks=%llu calls=%llu errors=%llu mode=%s sleeps=%llu\n",
+	       ios, t1 - t0, ios / (t1 - t0), kicks, calls, errors,
+	       use_sqcq ? "sqcq" : "classic", sleeps);
 	close(fd);
 	return errors ? 1 : 0;
 }

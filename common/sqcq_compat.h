@@ -89,6 +89,15 @@
 #define sqcq_rescan_sdev(sdev)	scsi_rescan_device(&(sdev)->sdev_gendev)
 #endif
 
+/* ->eh_timed_out returns enum scsi_timeout_action from 6.2 on. */
+#ifdef SQCQ_HAVE_EH_TIMEOUT_ENUM
+#define sqcq_eh_timeout_t	enum scsi_timeout_action
+#define SQCQ_EH_NOT_HANDLED	SCSI_EH_NOT_HANDLED
+#else
+#define sqcq_eh_timeout_t	enum blk_eh_timer_return
+#define SQCQ_EH_NOT_HANDLED	BLK_EH_DONE
+#endif
+
 /* ---- end of guest section ---- */
 
 #endif /* SQCQ_COMPAT_H */

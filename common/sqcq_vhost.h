@@ -65,6 +65,25 @@ struct sqcq_umem {
 };
 
 struct sqcq_vdev;
+struct sqcq_area;
+struct vring_sq;
+struct vring_cq;
+
+/*
+ * A guest's SQ/CQ doorbell area, pinned and mapped into the kernel
+ * (host/vhost_sqcq.c).  Owned by the device; installed and removed with
+ * sqcq_vdev.poll_lock held.
+ */
+struct sqcq_doorbells {
+	struct page **pages;
+	unsigned int npages;
+	void *vaddr;			/* vmap() of the pages */
+	struct sqcq_area *area;		/* vaddr + offset of the area */
+	u64 gpa, uaddr;
+	u32 len;
+	unsigned int first_vq, nq;	/* polled queues: first_vq .. + nq */
+	bool sq_poll;			/* the host polls the SQ doorbells */
+};
 
 /* One request popped from a ring: readable segments, then writable ones. */
 struct sqcq_req {
@@ -107,10 +126,21 @@ struct sqcq_vq {
 	wait_queue_entry_t kick_wait;
 	poll_table kick_pt;
 
+	/*
+	 * SQ/CQ doorbells of this queue, NULL in classic mode.  Written with
+	 * dev->poll_lock held, read by the worker (which holds poll_lock for
+	 * each loop iteration).
+	 */
+	struct vring_sq *sq;
+	struct vring_cq *cq;
+	u16 sq_seen;			/* SQ index the worker last acted on */
+
 	/* Counters (worker; read racily by debugfs). */
 	u64 stat_requests;
 	u64 stat_kicks;
 	u64 stat_calls;
+	u64 stat_doorbells;		/* SQ index moves the poller found */
+	u64 stat_calls_saved;		/* completions published without a call */
 };
 
 struct sqcq_vdev_ops {
@@ -127,6 +157,11 @@ struct sqcq_vdev_ops {
 	void (*handle_vq)(struct sqcq_vq *vq);
 	/* Owner reset or release: drop device state; dev->mutex held. */
 	void (*reset)(struct sqcq_vdev *dev);
+	/* Poll settings (module parameters of the device's module). */
+	unsigned int (*poll_idle_us)(void);
+	int (*poll_gen)(void);
+	/* Bind the calling poller per the poll_cpu setting. */
+	void (*poll_bind)(struct sqcq_vdev *dev);
 };
 
 struct sqcq_vdev {
@@ -144,6 +179,20 @@ struct sqcq_vdev {
 	unsigned int nvqs;
 	struct sqcq_vq *vqs;
 	unsigned long *pending;		/* one bit per vq, atomic bitops */
+
+	/*
+	 * SQ/CQ polling.  poll_lock is held by the worker for each loop
+	 * iteration (serving queues included) and by whoever installs or
+	 * removes the doorbells, so the area is never touched after removal.
+	 * Order: dev->mutex, then poll_lock, then a vq->mutex; never take
+	 * poll_lock while holding a vq->mutex.
+	 */
+	struct mutex poll_lock;
+	struct sqcq_doorbells *db;	/* NULL: classic */
+	bool poll_asleep;		/* SQ NEED_WAKEUP published (worker) */
+	u64 poll_last_work_ns;		/* worker */
+	int poll_bound_gen;		/* parameter generation bound to */
+	u64 stat_sleeps, stat_wakeups;	/* poller, racy reads */
 };
 
 int sqcq_vdev_init(struct sqcq_vdev *dev, unsigned int nvqs,
@@ -202,6 +251,37 @@ void sqcq_vq_fail(struct sqcq_vq *vq, const char *why);
  */
 void sqcq_vq_serve_sync(struct sqcq_vq *vq,
 			u32 (*one)(struct sqcq_vq *vq, struct sqcq_req *req));
+
+/* ---- SQ/CQ doorbells (host/vhost_sqcq.c) ---- */
+
+/*
+ * Map the area [gpa, gpa + len) (which must lie in one region of @umem,
+ * the caller's queue's table) and poll queues first_vq .. first_vq + nq - 1 through it.
+ * Called by the worker while serving the control queue (poll_lock held).
+ * Returns an SQCQ_S_* status.
+ */
+int __sqcq_doorbells_attach(struct sqcq_vdev *dev,
+			    const struct sqcq_umem *umem, u64 gpa, u32 len,
+			    unsigned int first_vq, unsigned int nq,
+			    bool sq_poll);
+/* Stop polling for good and unmap; poll_lock held.  False: none. */
+bool __sqcq_doorbells_detach(struct sqcq_vdev *dev, const char *why);
+/* The same from any context that holds no vq->mutex. */
+void sqcq_doorbells_detach(struct sqcq_vdev *dev, const char *why);
+/* After a new memory table: keep the area only if it still maps the same. */
+void sqcq_doorbells_revalidate(struct sqcq_vdev *dev,
+			       const struct sqcq_umem *umem);
+/* Worker: poll the SQ doorbells; true when a queue had new requests. */
+bool sqcq_doorbells_poll(struct sqcq_vdev *dev);
+/* Worker: publish SQ NEED_WAKEUP everywhere; false when work arrived. */
+bool sqcq_doorbells_prepare_sleep(struct sqcq_vdev *dev);
+/* Worker: after a wakeup, clear SQ NEED_WAKEUP everywhere. */
+void sqcq_doorbells_awake(struct sqcq_vdev *dev);
+/* Completion side of the handshake, from sqcq_vq_notify(). */
+bool sqcq_doorbells_publish_cq(struct sqcq_vq *vq);
+const struct sqcq_mem_region *sqcq_umem_lookup(const struct sqcq_umem *umem,
+					       u64 gpa);
+void sqcq_worker_serve(struct sqcq_vq *vq);
 
 /* Copy between a request's segments and a kernel buffer. */
 size_t sqcq_req_copy_from(const struct sqcq_req *req, void *buf,

@@ -23,6 +23,7 @@
 #include <linux/completion.h>
 #include <linux/debugfs.h>
 #include <linux/interrupt.h>
+#include <linux/kthread.h>
 #include <linux/module.h>
 #include <linux/scatterlist.h>
 #include <linux/seq_file.h>
@@ -32,6 +33,8 @@
 #include <linux/virtio_ids.h>
 #include <linux/virtio_scsi.h>
 #include <linux/workqueue.h>
+#include <linux/gfp.h>
+#include <linux/io.h>
 #ifdef SQCQ_HAVE_BLK_MQ_VIRTIO_H
 #include <linux/blk-mq-virtio.h>
 #endif
@@ -117,7 +120,7 @@ enum sqcq_vq_kind { SQCQ_KIND_CTRL, SQCQ_KIND_EVENT, SQCQ_KIND_IRQ,
 		    SQCQ_KIND_POLL };
 
 /* Who called sqcq_vq_drain(): decides which counter is bumped. */
-enum sqcq_drain_src { SQCQ_SRC_IRQ, SQCQ_SRC_POLL, SQCQ_SRC_EH };
+enum sqcq_drain_src { SQCQ_SRC_IRQ, SQCQ_SRC_POLL, SQCQ_SRC_EH, SQCQ_SRC_SQCQ };
 
 /*
  * Counters of one virtqueue.  All are updated with the queue lock held
@@ -130,6 +133,8 @@ struct sqcq_vq_stats {
 	u64 polls;		/* mq_poll calls */
 	u64 completions;	/* buffers taken back */
 	u64 errors;		/* malformed completions */
+	u64 doorbells;		/* CQ index moves the poll thread found */
+	u64 kicks_saved;	/* submissions published without a kick */
 };
 
 struct sqcq_dev;
@@ -142,6 +147,16 @@ struct sqcq_vq {
 	struct sqcq_vq_stats st;
 	bool broken_seen;	/* "queue is broken" was logged */
 	char name[20];		/* the virtio core keeps a pointer to it */
+	/* Buffers added since the ring was set up = its avail index (lock). */
+	u16 avail_shadow;
+	/*
+	 * SQ/CQ doorbells, NULL in classic mode.  sq: set and cleared under
+	 * the lock (submitters read it there); cq: read by the poll thread,
+	 * which is stopped before it is cleared.
+	 */
+	struct vring_sq *sq;
+	struct vring_cq *cq;
+	u16 cq_seen;		/* poll thread only */
 };
 
 struct sqcq_event {
@@ -162,6 +177,14 @@ struct sqcq_dev {
 	atomic64_t tmf_timeouts;
 	atomic_t tmf_unanswered;	/* abandoned TMFs still on the ring */
 	struct dentry *dbg;
+	/* SQ/CQ (DESIGN 4): the doorbell area and its poll thread. */
+	struct sqcq_area *area;		/* NULL: classic */
+	size_t area_bytes;
+	struct task_struct *poller;
+	int poll_bound_gen;		/* poll thread only */
+	u64 poll_sleeps, poll_wakeups;	/* poll thread, racy reads */
+	u16 host_nthreads;
+	u32 host_idle_us;
 	struct sqcq_vq ctrl;
 	struct sqcq_vq event;
 	struct sqcq_event events[SQCQ_NR_EVENTS];
@@ -183,7 +206,13 @@ struct sqcq_cmd {
  * and whoever sees it next (completion or teardown) frees it.
  */
 struct sqcq_tmf {
-	struct virtio_scsi_ctrl_tmf_req req;
+	union {
+		struct virtio_scsi_ctrl_tmf_req tmf;
+		struct {			/* SQ/CQ setup or teardown */
+			struct sqcq_tmf_req tmf;
+			struct sqcq_setup_req setup;
+		} sqcq;
+	} req;
 	/*
 	 * Stock vhost-scsi (up to at least 6.1) answers an unknown target on
 	 * the control queue with a whole virtio_scsi_cmd_resp written into the
@@ -192,6 +221,7 @@ struct sqcq_tmf {
 	union {
 		struct virtio_scsi_ctrl_tmf_resp tmf;
 		struct virtio_scsi_cmd_resp guard;
+		struct sqcq_setup_in sqcq;
 	} resp;
 	struct completion done;
 	bool abandoned;		/* protected by ctrl.lock */
@@ -236,6 +266,28 @@ static void sqcq_vq_notify(struct virtqueue *vq)
 		virtqueue_notify(vq);
 }
 
+/*
+ * Whether the device must be notified about what was added to @q (lock
+ * held, q->vq set).  The one place that decides a kick.  Classic: the
+ * ring's own suppression.  SQ/CQ: publish the SQ index, full barrier, and
+ * kick only when the host poller has set SQ NEED_WAKEUP (DESIGN 4.3); the
+ * barrier inside sqcq_publish() pairs with sqcq_prepare_sleep() in the host
+ * poller.  virtqueue_kick_prepare() also runs in SQ/CQ mode: it resets the
+ * ring's count of unannounced buffers.
+ */
+static bool sqcq_vq_kick_needed(struct sqcq_vq *q)
+{
+	bool classic = virtqueue_kick_prepare(q->vq);
+
+	if (!q->sq)
+		return classic;
+	if (sqcq_publish(&q->sq->idx, q->avail_shadow, &q->sq->flags,
+			 VRING_SQ_F_NEED_WAKEUP))
+		return true;
+	q->st.kicks_saved++;
+	return false;
+}
+
 /* Kick whatever was added without a kick; takes the queue lock. */
 static void sqcq_vq_kick(struct sqcq_vq *q)
 {
@@ -243,7 +295,7 @@ static void sqcq_vq_kick(struct sqcq_vq *q)
 	struct virtqueue *kick = NULL;
 
 	spin_lock_irqsave(&q->lock, flags);
-	if (q->vq && virtqueue_kick_prepare(q->vq)) {
+	if (q->vq && sqcq_vq_kick_needed(q)) {
 		q->st.kicks++;
 		kick = q->vq;
 	}
@@ -380,6 +432,13 @@ static void sqcq_req_cb(struct virtqueue *vq)
 	if (WARN_ON_ONCE(i >= dev->nr_req))
 		return;
 	sqcq_vq_drain(&dev->req[i], SQCQ_SRC_IRQ);
+	/*
+	 * SQ/CQ: an interrupt means the poll thread published CQ NEED_WAKEUP
+	 * and sleeps (or is about to): wake it.  The task stays referenced
+	 * until the rings are gone (sqcq_sqcq_stop()).
+	 */
+	if (dev->poller)
+		wake_up_process(dev->poller);
 }
 
 /* ------------------------------------------------------------------ */
@@ -558,10 +617,12 @@ static int sqcq_add_cmd(struct sqcq_dev *dev, struct sqcq_vq *q,
 		ret = -ENODEV;
 	} else {
 		ret = virtqueue_add_sgs(q->vq, sgs, out, in, sc, GFP_ATOMIC);
-		if (!ret)
+		if (!ret) {
 			q->st.requests++;
+			q->avail_shadow++;
+		}
 		/* On a full ring, still push out what earlier calls added. */
-		if ((last || ret) && virtqueue_kick_prepare(q->vq)) {
+		if ((last || ret) && sqcq_vq_kick_needed(q)) {
 			q->st.kicks++;
 			kick = q->vq;
 		}
@@ -711,6 +772,56 @@ static const char *sqcq_tmf_name(u32 subtype)
 }
 
 /*
+ * Queue @tmf (@out_len readable bytes of its request, then its response
+ * buffer) on the control queue and wait for the answer, at most @timeout.
+ * Returns 0 when answered (the caller frees @tmf), -ETIMEDOUT when not
+ * (@tmf is abandoned: whoever sees it next frees it), another -errno when
+ * it could not be queued (the caller frees it).
+ */
+static int sqcq_ctrl_send(struct sqcq_dev *dev, struct sqcq_tmf *tmf,
+			  size_t out_len, unsigned long timeout)
+{
+	struct scatterlist out, in, *sgs[2] = { &out, &in };
+	struct sqcq_vq *q = &dev->ctrl;
+	struct virtqueue *kick = NULL;
+	unsigned long flags;
+	bool answered;
+	int ret;
+
+	init_completion(&tmf->done);
+	sg_init_one(&out, &tmf->req, out_len);
+	sg_init_one(&in, &tmf->resp, sizeof(tmf->resp));
+
+	spin_lock_irqsave(&q->lock, flags);
+	ret = q->vq ? virtqueue_add_sgs(q->vq, sgs, 1, 1, tmf, GFP_ATOMIC)
+		    : -ENODEV;
+	if (!ret) {
+		q->st.requests++;
+		if (virtqueue_kick_prepare(q->vq)) {
+			q->st.kicks++;
+			kick = q->vq;
+		}
+	}
+	spin_unlock_irqrestore(&q->lock, flags);
+	if (ret)
+		return ret;
+	sqcq_vq_notify(kick);
+
+	if (wait_for_completion_timeout(&tmf->done, timeout))
+		return 0;
+	/* A lost interrupt must not look like a dead device. */
+	sqcq_vq_drain(q, SQCQ_SRC_EH);
+	spin_lock_irqsave(&q->lock, flags);
+	answered = completion_done(&tmf->done);
+	if (!answered) {
+		tmf->abandoned = true;	/* freed by whoever sees it */
+		atomic_inc(&dev->tmf_unanswered);
+	}
+	spin_unlock_irqrestore(&q->lock, flags);
+	return answered ? 0 : -ETIMEDOUT;
+}
+
+/*
  * Send a TMF and wait for its answer, at most SQCQ_TMF_TIMEOUT.  Returns
  * SUCCESS or FAILED (the SCSI EH values).
  */
@@ -718,12 +829,7 @@ static int sqcq_send_tmf(struct sqcq_dev *dev, struct scsi_cmnd *sc,
 			 u32 subtype, u64 tag)
 {
 	struct virtio_device *vdev = dev->vdev;
-	struct scatterlist out, in, *sgs[2] = { &out, &in };
-	struct sqcq_vq *q = &dev->ctrl;
 	struct sqcq_tmf *tmf;
-	unsigned long flags;
-	struct virtqueue *kick = NULL;
-	bool answered;
 	int ret;
 	u8 resp;
 
@@ -741,52 +847,25 @@ static int sqcq_send_tmf(struct sqcq_dev *dev, struct scsi_cmnd *sc,
 	tmf = kzalloc(sizeof(*tmf), GFP_NOIO);
 	if (!tmf)
 		return FAILED;
-	init_completion(&tmf->done);
-	tmf->req.type = cpu_to_virtio32(vdev, VIRTIO_SCSI_T_TMF);
-	tmf->req.subtype = cpu_to_virtio32(vdev, subtype);
-	tmf->req.tag = cpu_to_virtio64(vdev, tag);
-	sqcq_encode_lun(tmf->req.lun, sc->device);
-	sg_init_one(&out, &tmf->req, sizeof(tmf->req));
-	sg_init_one(&in, &tmf->resp, sizeof(tmf->resp));
+	tmf->req.tmf.type = cpu_to_virtio32(vdev, VIRTIO_SCSI_T_TMF);
+	tmf->req.tmf.subtype = cpu_to_virtio32(vdev, subtype);
+	tmf->req.tmf.tag = cpu_to_virtio64(vdev, tag);
+	sqcq_encode_lun(tmf->req.tmf.lun, sc->device);
 
-	spin_lock_irqsave(&q->lock, flags);
-	ret = q->vq ? virtqueue_add_sgs(q->vq, sgs, 1, 1, tmf, GFP_ATOMIC)
-		    : -ENODEV;
-	if (!ret) {
-		q->st.requests++;
-		if (virtqueue_kick_prepare(q->vq)) {
-			q->st.kicks++;
-			kick = q->vq;
-		}
+	ret = sqcq_ctrl_send(dev, tmf, sizeof(tmf->req.tmf), SQCQ_TMF_TIMEOUT);
+	if (ret == -ETIMEDOUT) {
+		atomic64_inc(&dev->tmf_timeouts);
+		sdev_printk(KERN_ERR, sc->device,
+			    "%s: no answer from the device after %u s; giving up\n",
+			    sqcq_tmf_name(subtype), SQCQ_TMF_TIMEOUT / HZ);
+		return FAILED;
 	}
-	spin_unlock_irqrestore(&q->lock, flags);
 	if (ret) {
 		sdev_printk(KERN_ERR, sc->device,
 			    "%s: cannot queue on the control queue (%d)\n",
 			    sqcq_tmf_name(subtype), ret);
 		kfree(tmf);
 		return FAILED;
-	}
-	sqcq_vq_notify(kick);
-
-	if (!wait_for_completion_timeout(&tmf->done, SQCQ_TMF_TIMEOUT)) {
-		/* A lost interrupt must not look like a dead device. */
-		sqcq_vq_drain(q, SQCQ_SRC_EH);
-		spin_lock_irqsave(&q->lock, flags);
-		answered = completion_done(&tmf->done);
-		if (!answered) {
-			tmf->abandoned = true;	/* freed by whoever sees it */
-			atomic_inc(&dev->tmf_unanswered);
-		}
-		spin_unlock_irqrestore(&q->lock, flags);
-		if (!answered) {
-			atomic64_inc(&dev->tmf_timeouts);
-			sdev_printk(KERN_ERR, sc->device,
-				    "%s: no answer from the device after %u s; giving up\n",
-				    sqcq_tmf_name(subtype),
-				    SQCQ_TMF_TIMEOUT / HZ);
-			return FAILED;
-		}
 	}
 
 	resp = tmf->resp.tmf.response;
@@ -799,6 +878,20 @@ static int sqcq_send_tmf(struct sqcq_dev *dev, struct scsi_cmnd *sc,
 	sdev_printk(KERN_WARNING, sc->device, "%s: device answered %u\n",
 		    sqcq_tmf_name(subtype), resp);
 	return FAILED;
+}
+
+/*
+ * A command timed out: first reap its queue, so a lost notification (an
+ * interrupt, or a CQ doorbell the poll thread slept through) costs one
+ * timeout and no abort.  If the command was there it is complete now and
+ * the midlayer sees that; otherwise error handling goes on.
+ */
+static sqcq_eh_timeout_t sqcq_eh_timed_out(struct scsi_cmnd *sc)
+{
+	struct sqcq_dev *dev = sqcq_shost_dev(sc->device->host);
+
+	sqcq_vq_drain(sqcq_cmd_queue(dev, sc), SQCQ_SRC_EH);
+	return SQCQ_EH_NOT_HANDLED;
 }
 
 static int sqcq_eh_abort(struct scsi_cmnd *sc)
@@ -1073,6 +1166,7 @@ static int sqcq_vqs_setup(struct sqcq_dev *dev)
 		spin_lock_irqsave(&q->lock, flags);
 		q->vq = vqs[i];
 		q->broken_seen = false;
+		q->avail_shadow = 0;	/* a new ring starts at index 0 */
 		/* Poll queues: tell the device not to bother interrupting. */
 		if (q->kind == SQCQ_KIND_POLL)
 			virtqueue_disable_cb(q->vq);
@@ -1154,6 +1248,312 @@ static void sqcq_vqs_teardown(struct sqcq_dev *dev)
 		cancel_work_sync(&dev->events[i].work);
 }
 
+/* ------------------------------------------------------------------ */
+/* SQ/CQ doorbells (DESIGN 4)                                          */
+/* ------------------------------------------------------------------ */
+
+/* The answer to an SQ/CQ setup waits this long (stock devices answer at once). */
+#define SQCQ_SETUP_TIMEOUT	(5 * HZ)
+
+/*
+ * Bind the poll thread to one CPU of poll_cpu (the SCSI host number picks
+ * round-robin), or unbind it when poll_cpu is empty.  A CPU that went
+ * offline leaves it unbound with one line; the scheduler moves a thread
+ * whose CPU goes offline later, and the next parameter write rebinds it.
+ */
+static void sqcq_poll_bind(struct sqcq_dev *dev)
+{
+	unsigned int k, cpu = nr_cpu_ids;
+	cpumask_var_t mask;
+
+	if (!zalloc_cpumask_var(&mask, GFP_KERNEL))
+		return;
+	if (sqcq_poll_cpus(mask)) {
+		k = dev->shost->host_no % cpumask_weight(mask);
+		for_each_cpu(cpu, mask)
+			if (!k--)
+				break;
+	}
+	if (cpu < nr_cpu_ids && !set_cpus_allowed_ptr(current, cpumask_of(cpu))) {
+		dev_info(&dev->vdev->dev, "SQ/CQ poll thread bound to CPU %u\n",
+			 cpu);
+	} else {
+		if (cpu < nr_cpu_ids)
+			dev_warn(&dev->vdev->dev, "cannot bind the SQ/CQ poll thread to CPU %u (offline?), unbound\n",
+				 cpu);
+		set_cpus_allowed_ptr(current, cpu_possible_mask);
+	}
+	free_cpumask_var(mask);
+}
+
+/* Interrupt queues are the ones the poll thread serves. */
+#define sqcq_for_each_polled(dev, q, i) \
+	for ((i) = 0; (i) < (dev)->nr_irq && ((q) = &(dev)->req[i]); (i)++)
+
+/* Complete what the host published on each CQ doorbell; true if any. */
+static bool sqcq_poll_cq(struct sqcq_dev *dev)
+{
+	struct sqcq_vq *q;
+	bool work = false;
+	unsigned int i;
+	u16 idx;
+
+	sqcq_for_each_polled(dev, q, i) {
+		/* Read barrier inside: the used ring after the index. */
+		idx = sqcq_consume_idx(&q->cq->idx);
+		if (idx == q->cq_seen)
+			continue;
+		q->cq_seen = idx;
+		WRITE_ONCE(q->st.doorbells, q->st.doorbells + 1);
+		sqcq_vq_drain(q, SQCQ_SRC_SQCQ);
+		work = true;
+	}
+	return work;
+}
+
+/* Publish CQ NEED_WAKEUP on every polled queue; false when work arrived. */
+static bool sqcq_poll_prepare_sleep(struct sqcq_dev *dev)
+{
+	struct sqcq_vq *q;
+	unsigned int i, j;
+
+	sqcq_for_each_polled(dev, q, i) {
+		/*
+		 * Set NEED_WAKEUP, full barrier, re-read the index (DESIGN
+		 * 4.3); pairs with sqcq_publish() in the host's completion
+		 * path.  The caller is armed: TASK_INTERRUPTIBLE, and the
+		 * queue interrupt wakes it (sqcq_req_cb()).
+		 */
+		if (sqcq_prepare_sleep(&q->cq->flags, VRING_CQ_F_NEED_WAKEUP,
+				       &q->cq->idx, q->cq_seen))
+			continue;
+		for (j = 0; j < i; j++)
+			sqcq_clear_need_wakeup(&dev->req[j].cq->flags,
+					       VRING_CQ_F_NEED_WAKEUP);
+		return false;
+	}
+	return true;
+}
+
+static void sqcq_poll_awake(struct sqcq_dev *dev)
+{
+	struct sqcq_vq *q;
+	unsigned int i;
+
+	sqcq_for_each_polled(dev, q, i)
+		sqcq_clear_need_wakeup(&q->cq->flags, VRING_CQ_F_NEED_WAKEUP);
+}
+
+/*
+ * The device's poll thread: completes commands from the CQ doorbells,
+ * spinning while there is work and for poll_idle_us after it, then sleeps
+ * behind CQ NEED_WAKEUP until a queue interrupt.
+ */
+static int sqcq_poll_fn(void *data)
+{
+	struct sqcq_dev *dev = data;
+	u64 last = ktime_get_ns(), now;
+	struct sqcq_vq *q;
+	unsigned int i;
+	bool work;
+
+	dev->poll_bound_gen = atomic_read(&sqcq_param_gen) - 1;
+	sqcq_poll_awake(dev);
+	while (!kthread_should_stop()) {
+		if (atomic_read(&sqcq_param_gen) != dev->poll_bound_gen) {
+			dev->poll_bound_gen = atomic_read(&sqcq_param_gen);
+			sqcq_poll_bind(dev);
+		}
+		work = sqcq_poll_cq(dev);
+		now = ktime_get_ns();
+		if (work)
+			last = now;
+		if (work ||
+		    now - last < (u64)sqcq_poll_idle() * NSEC_PER_USEC) {
+			if (!work)
+				cpu_relax();
+			cond_resched();
+			continue;
+		}
+		set_current_state(TASK_INTERRUPTIBLE);
+		if (kthread_should_stop()) {
+			__set_current_state(TASK_RUNNING);
+			break;
+		}
+		if (!sqcq_poll_prepare_sleep(dev)) {
+			__set_current_state(TASK_RUNNING);
+			last = now;
+			continue;
+		}
+		WRITE_ONCE(dev->poll_sleeps, dev->poll_sleeps + 1);
+		schedule();
+		WRITE_ONCE(dev->poll_wakeups, dev->poll_wakeups + 1);
+		sqcq_poll_awake(dev);
+		last = ktime_get_ns();
+	}
+	/* Interrupt me on every completion from now on (DESIGN 4.2). */
+	sqcq_for_each_polled(dev, q, i)
+		sqcq_stop_polling(&q->cq->flags, VRING_CQ_F_NEED_WAKEUP,
+				  VRING_CQ_F_STOPPED);
+	return 0;
+}
+
+/* Why an answer to the setup request does not enable SQ/CQ, or NULL. */
+static const char *sqcq_setup_answer(struct sqcq_dev *dev,
+				     const struct sqcq_setup_in *in,
+				     bool *host_attached)
+{
+	const struct sqcq_setup_resp *r = &in->resp;
+
+	*host_attached = false;
+	if (in->response != VIRTIO_SCSI_S_FUNCTION_SUCCEEDED) {
+		if (le32_to_cpu(r->magic) == SQCQ_MAGIC &&
+		    le16_to_cpu(r->status) != SQCQ_S_OK)
+			return sqcq_status_str(le16_to_cpu(r->status));
+		return "not supported by the device";
+	}
+	*host_attached = true;
+	if (le32_to_cpu(r->magic) != SQCQ_MAGIC ||
+	    le16_to_cpu(r->version) != SQCQ_VERSION ||
+	    le16_to_cpu(r->status) != SQCQ_S_OK ||
+	    le16_to_cpu(r->nqueues) != dev->nr_req)
+		return "malformed answer";
+	return NULL;
+}
+
+/*
+ * Ask the device for SQ/CQ at probe (module parameter sqcq).  Any answer
+ * but a well-formed success leaves the device classic, with one line.
+ */
+static void sqcq_sqcq_setup(struct sqcq_dev *dev)
+{
+	size_t bytes = PAGE_ALIGN(sqcq_area_bytes(dev->nr_req));
+	struct virtio_device *vdev = dev->vdev;
+	struct task_struct *poller;
+	struct sqcq_setup_req *req;
+	struct sqcq_area *area;
+	struct sqcq_tmf *tmf;
+	const char *why;
+	unsigned long flags;
+	bool attached;
+	unsigned int i;
+	int ret;
+
+	if (!READ_ONCE(sqcq))
+		return;
+	area = alloc_pages_exact(bytes, GFP_KERNEL | __GFP_ZERO);
+	tmf = kzalloc(sizeof(*tmf), GFP_KERNEL);
+	if (!area || !tmf) {
+		why = "out of memory";
+		goto free_area;
+	}
+	sqcq_area_init(area, dev->nr_req);
+	for (i = 0; i < dev->nr_req; i++) {
+		area->q[i].sq_line.sq.idx = cpu_to_le16(dev->req[i].avail_shadow);
+		/* Poll queues never want interrupts: mq_poll reaps them. */
+		if (dev->req[i].kind == SQCQ_KIND_POLL)
+			area->q[i].cq_line.cq.flags = 0;
+	}
+
+	tmf->req.sqcq.tmf.type = cpu_to_le32(SQCQ_VIRTIO_SCSI_T_TMF);
+	tmf->req.sqcq.tmf.subtype = cpu_to_le32(SQCQ_TMF_SUBTYPE_SETUP);
+	tmf->req.sqcq.tmf.lun[0] = 1;
+	req = &tmf->req.sqcq.setup;
+	req->magic = cpu_to_le32(SQCQ_MAGIC);
+	req->version = cpu_to_le16(SQCQ_VERSION);
+	req->nqueues = cpu_to_le16(dev->nr_req);
+	req->area_gpa = cpu_to_le64(virt_to_phys(area));
+	req->area_len = cpu_to_le32(bytes);
+	req->flags = cpu_to_le32(SQCQ_F_SQ_POLL | SQCQ_F_CQ_POLL);
+	req->poll_idle_us = cpu_to_le32(sqcq_poll_idle());
+
+	ret = sqcq_ctrl_send(dev, tmf, sizeof(tmf->req.sqcq),
+			     SQCQ_SETUP_TIMEOUT);
+	if (ret == -ETIMEDOUT) {
+		/* It may still act on the request: the area stays ours. */
+		dev_warn(&vdev->dev, "SQ/CQ setup not answered in %u s; classic mode (%zu bytes kept for the device)\n",
+			 SQCQ_SETUP_TIMEOUT / HZ, bytes);
+		return;
+	}
+	if (ret) {
+		why = "control queue unavailable";
+		goto free_area;
+	}
+	why = sqcq_setup_answer(dev, &tmf->resp.sqcq, &attached);
+	if (why && attached) {
+		dev_warn(&vdev->dev, "SQ/CQ not used (%s); classic mode (%zu bytes kept for the device)\n",
+			 why, bytes);
+		kfree(tmf);
+		return;
+	}
+	if (why)
+		goto free_area;
+	dev->host_nthreads = le16_to_cpu(tmf->resp.sqcq.resp.nthreads);
+	dev->host_idle_us = le32_to_cpu(tmf->resp.sqcq.resp.poll_idle_us);
+	kfree(tmf);
+
+	poller = kthread_create(sqcq_poll_fn, dev, "sqcq-poll-%u",
+				dev->shost->host_no);
+	if (IS_ERR(poller)) {
+		/* The host polls; we just keep interrupts (CQ NEED_WAKEUP). */
+		dev_warn(&vdev->dev, "cannot start the SQ/CQ poll thread (%ld); completions by interrupt\n",
+			 PTR_ERR(poller));
+		poller = NULL;
+	} else {
+		get_task_struct(poller);
+	}
+	dev->area = area;
+	dev->area_bytes = bytes;
+	for (i = 0; i < dev->nr_req; i++) {
+		struct sqcq_vq *q = &dev->req[i];
+
+		q->cq_seen = 0;
+		q->cq = &area->q[i].cq_line.cq;
+		spin_lock_irqsave(&q->lock, flags);
+		q->sq = &area->q[i].sq_line.sq;
+		spin_unlock_irqrestore(&q->lock, flags);
+	}
+	if (poller) {
+		dev->poller = poller;
+		wake_up_process(poller);
+	}
+	dev_info(&vdev->dev, "SQ/CQ negotiated: %u queues, %s, poll_idle_us %u (host: %u poll thread%s, poll_idle_us %u)\n",
+		 dev->nr_req, poller ? "1 poll thread" : "no poll thread",
+		 sqcq_poll_idle(), dev->host_nthreads,
+		 dev->host_nthreads == 1 ? "" : "s", dev->host_idle_us);
+	return;
+
+free_area:
+	dev_info(&vdev->dev, "SQ/CQ not available (%s): classic mode\n", why);
+	kfree(tmf);
+	if (area)
+		free_pages_exact(area, bytes);
+}
+
+/*
+ * After the device was reset (sqcq_vqs_teardown()): the host no longer
+ * touches the area, no queue interrupt can come; stop the poll thread and
+ * free the area.
+ */
+static void sqcq_sqcq_stop(struct sqcq_dev *dev)
+{
+	unsigned int i;
+
+	if (dev->poller) {
+		kthread_stop(dev->poller);
+		put_task_struct(dev->poller);
+		dev->poller = NULL;
+	}
+	for (i = 0; i < dev->nr_req; i++) {
+		dev->req[i].sq = NULL;	/* rings are gone: no submitter */
+		dev->req[i].cq = NULL;
+	}
+	if (dev->area) {
+		free_pages_exact(dev->area, dev->area_bytes);
+		dev->area = NULL;
+	}
+}
+
 static bool sqcq_wants_events(struct virtio_device *vdev)
 {
 	return virtio_has_feature(vdev, VIRTIO_SCSI_F_HOTPLUG) ||
@@ -1166,11 +1566,13 @@ static bool sqcq_wants_events(struct virtio_device *vdev)
 
 static void sqcq_show_vq(struct seq_file *m, struct sqcq_vq *q)
 {
-	seq_printf(m, "%-10s %-5s %-7s %llu %llu %llu %llu %llu\n", q->name,
-		   sqcq_kind_name(q->kind), "classic",
+	seq_printf(m, "%-10s %-5s %-7s %llu %llu %llu %llu %llu %llu %llu\n",
+		   q->name, sqcq_kind_name(q->kind),
+		   READ_ONCE(q->sq) ? "sqcq" : "classic",
 		   READ_ONCE(q->st.requests), READ_ONCE(q->st.kicks),
 		   READ_ONCE(q->st.interrupts), READ_ONCE(q->st.polls),
-		   READ_ONCE(q->st.completions));
+		   READ_ONCE(q->st.completions), READ_ONCE(q->st.doorbells),
+		   READ_ONCE(q->st.kicks_saved));
 }
 
 static int sqcq_queues_show(struct seq_file *m, void *v)
@@ -1178,7 +1580,7 @@ static int sqcq_queues_show(struct seq_file *m, void *v)
 	struct sqcq_dev *dev = m->private;
 	unsigned int i;
 
-	seq_puts(m, "queue      type  mode    requests kicks interrupts polls completions\n");
+	seq_puts(m, "queue      type  mode    requests kicks interrupts polls completions doorbells kicks_saved\n");
 	sqcq_show_vq(m, &dev->ctrl);
 	sqcq_show_vq(m, &dev->event);
 	for (i = 0; i < dev->nr_req; i++)
@@ -1192,7 +1594,10 @@ static int sqcq_info_show(struct seq_file *m, void *v)
 	struct sqcq_dev *dev = m->private;
 	struct Scsi_Host *shost = dev->shost;
 
-	seq_printf(m, "mode: classic\n");
+	seq_printf(m, "mode: %s\n", READ_ONCE(dev->area) ? "sqcq" : "classic");
+	seq_printf(m, "poll_thread: %s\n", dev->poller ? "running" : "none");
+	seq_printf(m, "poll_sleeps: %llu\n", READ_ONCE(dev->poll_sleeps));
+	seq_printf(m, "poll_wakeups: %llu\n", READ_ONCE(dev->poll_wakeups));
 	seq_printf(m, "host: %u\n", shost->host_no);
 	seq_printf(m, "request_queues: %u\n", dev->nr_req);
 	seq_printf(m, "interrupt_queues: %u\n", dev->nr_irq);
@@ -1240,6 +1645,7 @@ static struct scsi_host_template sqcq_sht = {
 #endif
 	.map_queues		= sqcq_map_queues,
 	.change_queue_depth	= scsi_change_queue_depth,
+	.eh_timed_out		= sqcq_eh_timed_out,
 	.eh_abort_handler	= sqcq_eh_abort,
 	.eh_device_reset_handler = sqcq_eh_device_reset,
 	.can_queue		= 1024,
@@ -1390,16 +1796,19 @@ static int sqcq_probe(struct virtio_device *vdev)
 		sqcq_events_start(dev);
 	sqcq_debugfs_add(dev);
 
-	dev_info(&vdev->dev, "host%u: %u request queues (%u interrupt, %u poll%s), classic mode%s\n",
+	dev_info(&vdev->dev, "host%u: %u request queues (%u interrupt, %u poll%s)%s\n",
 		 shost->host_no, dev->nr_req, dev->nr_irq, dev->nr_poll,
 		 SQCQ_POLL_QUEUES_SUPPORTED ? "" :
 		 ": unavailable on this kernel, no SCSI mq_poll",
 		 dev->pi ? ", T10-PI" : "");
+	/* Before the scan: all I/O of the device runs in its final mode. */
+	sqcq_sqcq_setup(dev);
 	scsi_scan_host(shost);
 	return 0;
 
 err_vqs:
 	sqcq_vqs_teardown(dev);
+	sqcq_sqcq_stop(dev);
 err_put:
 	vdev->priv = NULL;
 	scsi_host_put(shost);
@@ -1416,6 +1825,7 @@ static void sqcq_remove(struct virtio_device *vdev)
 	/* Outstanding commands still complete through the live rings. */
 	scsi_remove_host(shost);
 	sqcq_vqs_teardown(dev);
+	sqcq_sqcq_stop(dev);
 	vdev->priv = NULL;
 	scsi_host_put(shost);
 }
@@ -1427,6 +1837,7 @@ static int sqcq_freeze(struct virtio_device *vdev)
 
 	sqcq_events_stop(dev);
 	sqcq_vqs_teardown(dev);
+	sqcq_sqcq_stop(dev);
 	return 0;
 }
 
@@ -1441,6 +1852,7 @@ static int sqcq_restore(struct virtio_device *vdev)
 	virtio_device_ready(vdev);
 	if (sqcq_wants_events(vdev))
 		sqcq_events_start(dev);
+	sqcq_sqcq_setup(dev);
 	return 0;
 }
 #endif

@@ -73,22 +73,117 @@ static u32 sqcq_bad_request(struct sqcq_vq *vq, struct sqcq_req *req,
 	return sqcq_req_copy_to(req, 0, &resp, req->in_len ? 1 : 0);
 }
 
+/* Request queues running from the first one on, without a gap. */
+static unsigned int sqcq_running_req_vqs(struct sqcq_vdev *vdev)
+{
+	unsigned int n = 0;
+
+	while (SQCQ_FIRST_REQ_VQ + n < vdev->nvqs &&
+	       READ_ONCE(vdev->vqs[SQCQ_FIRST_REQ_VQ + n].running))
+		n++;
+	return n;
+}
+
+/*
+ * SQ/CQ setup or teardown (DESIGN 4.2), in the worker with poll_lock and
+ * the control vq->mutex held.  Fills @in and returns the bytes to write.
+ */
+static unsigned int sqcq_ctrl_sqcq(struct sqcq_vq *vq, struct sqcq_req *req,
+				   u32 subtype, struct sqcq_setup_in *in)
+{
+	struct sqcq_vdev *vdev = vq->dev;
+	struct sqcq_scsi *s = vdev->priv;
+	struct {
+		struct sqcq_tmf_req tmf;
+		struct sqcq_setup_req setup;
+	} rq;
+	enum sqcq_status st;
+	unsigned int nq = 0;
+	u32 flags = 0;
+
+	in->response = VIRTIO_SCSI_S_FUNCTION_REJECTED;
+	in->resp.magic = cpu_to_le32(SQCQ_MAGIC);
+	in->resp.version = cpu_to_le16(SQCQ_VERSION);
+	in->resp.poll_idle_us = cpu_to_le32(sqcq_poll_idle());
+
+	if (subtype == SQCQ_TMF_SUBTYPE_TEARDOWN) {
+		st = __sqcq_doorbells_detach(vdev, "guest request") ?
+		     SQCQ_S_OK : SQCQ_S_NOT_SETUP;
+		goto out;
+	}
+	if (sqcq_req_copy_from(req, &rq, sizeof(rq)) != sizeof(rq)) {
+		st = SQCQ_S_BAD_REQUEST;
+		goto out;
+	}
+	if (!READ_ONCE(sqcq)) {
+		st = SQCQ_S_DISABLED;
+		goto out;
+	}
+	st = sqcq_check_setup_req(&rq.setup, sqcq_running_req_vqs(vdev));
+	if (st != SQCQ_S_OK)
+		goto out;
+	if (vdev->db || atomic_read(&s->inflight)) {
+		st = SQCQ_S_BUSY;	/* repeated setup, or I/O in flight */
+		goto out;
+	}
+	nq = le16_to_cpu(rq.setup.nqueues);
+	flags = le32_to_cpu(rq.setup.flags);
+	st = __sqcq_doorbells_attach(vdev, vq->umem,
+				     le64_to_cpu(rq.setup.area_gpa),
+				     le32_to_cpu(rq.setup.area_len),
+				     SQCQ_FIRST_REQ_VQ, nq,
+				     flags & SQCQ_F_SQ_POLL);
+	if (st != SQCQ_S_OK)
+		goto out;
+	st = sqcq_check_area_hdr(&vdev->db->area->hdr, &rq.setup);
+	if (st != SQCQ_S_OK) {
+		__sqcq_doorbells_detach(vdev, "bad area header");
+		goto out;
+	}
+	in->response = VIRTIO_SCSI_S_FUNCTION_SUCCEEDED;
+	in->resp.nqueues = cpu_to_le16(nq);
+	in->resp.nthreads = cpu_to_le16(1);
+	in->resp.flags = cpu_to_le32(flags);
+	pr_info("dev%d: SQ/CQ negotiated: %u queues, 1 poll thread, %s%s, poll_idle_us %u (guest %u)\n",
+		s->id, nq, flags & SQCQ_F_SQ_POLL ? "SQ polled" : "SQ kicked",
+		flags & SQCQ_F_CQ_POLL ? ", CQ polled" : ", CQ interrupts",
+		sqcq_poll_idle(), le32_to_cpu(rq.setup.poll_idle_us));
+out:
+	if (st != SQCQ_S_OK && subtype == SQCQ_TMF_SUBTYPE_SETUP)
+		pr_info_ratelimited("dev%d: SQ/CQ refused: %s\n", s->id,
+				    sqcq_status_str(st));
+	else if (subtype == SQCQ_TMF_SUBTYPE_TEARDOWN && st == SQCQ_S_OK)
+		in->response = VIRTIO_SCSI_S_FUNCTION_SUCCEEDED;
+	in->resp.status = cpu_to_le16(st);
+	return sizeof(*in);
+}
+
 static u32 sqcq_ctrl_tmf(struct sqcq_vq *vq, struct sqcq_req *req)
 {
-	struct virtio_scsi_ctrl_tmf_resp resp = {};
 	struct virtio_scsi_ctrl_tmf_req tmf;
+	struct sqcq_setup_in in = {};
 	u32 subtype;
 
-	if (req->in_len < sizeof(resp) ||
+	if (req->in_len < sizeof(struct virtio_scsi_ctrl_tmf_resp) ||
 	    sqcq_req_copy_from(req, &tmf, sizeof(tmf)) != sizeof(tmf))
 		return sqcq_bad_request(vq, req, "TMF");
 	subtype = le32_to_cpu((__force __le32)tmf.subtype);
 	if (subtype != SQCQ_TMF_SUBTYPE_SETUP &&
 	    subtype != SQCQ_TMF_SUBTYPE_TEARDOWN)
 		return sqcq_scsi_tmf_one(vq, req, &tmf);
-	/* SQ/CQ is not implemented yet: the guest stays classic. */
-	resp.response = VIRTIO_SCSI_S_FUNCTION_REJECTED;
-	return sqcq_req_copy_to(req, 0, &resp, sizeof(resp));
+	/* The answer needs the response byte and the setup response. */
+	if (req->in_len < offsetof(struct sqcq_setup_in, pad)) {
+		struct virtio_scsi_ctrl_tmf_resp resp = {
+			.response = VIRTIO_SCSI_S_FUNCTION_REJECTED,
+		};
+
+		pr_warn_ratelimited("owner %d: SQ/CQ request with a %zu-byte answer buffer, rejected\n",
+				    vq->dev->owner_pid, req->in_len);
+		return sqcq_req_copy_to(req, 0, &resp, sizeof(resp));
+	}
+	return sqcq_req_copy_to(req, 0, &in,
+				min_t(size_t, req->in_len,
+				      sqcq_ctrl_sqcq(vq, req, subtype, &in)));
 }
 
 static u32 sqcq_ctrl_an(struct sqcq_vq *vq, struct sqcq_req *req)
@@ -143,11 +238,56 @@ static void sqcq_scsi_reset(struct sqcq_vdev *vdev)
 	sqcq_scsi_drop_endpoint(vdev->priv);
 }
 
+static unsigned int sqcq_host_poll_idle(void)
+{
+	return sqcq_poll_idle();
+}
+
+static int sqcq_host_poll_gen(void)
+{
+	return atomic_read(&sqcq_param_gen);
+}
+
+/*
+ * Bind the calling poller (a device's worker) to one CPU of poll_cpu, the
+ * device number choosing round-robin; unbound when poll_cpu is empty.  A
+ * CPU that went offline since the parameter was set leaves it unbound,
+ * with one line.  If the CPU goes offline later the scheduler moves the
+ * thread; the next parameter write binds it again.
+ */
+static void sqcq_host_poll_bind(struct sqcq_vdev *vdev)
+{
+	struct sqcq_scsi *s = vdev->priv;
+	unsigned int k, cpu = nr_cpu_ids;
+	cpumask_var_t mask;
+
+	if (!zalloc_cpumask_var(&mask, GFP_KERNEL))
+		return;
+	if (sqcq_poll_cpus(mask)) {
+		k = s->id % cpumask_weight(mask);
+		for_each_cpu(cpu, mask)
+			if (!k--)
+				break;
+	}
+	if (cpu < nr_cpu_ids && !set_cpus_allowed_ptr(current, cpumask_of(cpu))) {
+		pr_info("dev%d: poll thread bound to CPU %u\n", s->id, cpu);
+	} else {
+		if (cpu < nr_cpu_ids)
+			pr_warn("dev%d: cannot bind the poll thread to CPU %u (offline?), unbound\n",
+				s->id, cpu);
+		set_cpus_allowed_ptr(current, cpu_possible_mask);
+	}
+	free_cpumask_var(mask);
+}
+
 static const struct sqcq_vdev_ops sqcq_scsi_ops = {
 	.features	= BIT_ULL(VIRTIO_SCSI_F_HOTPLUG),
 	.complete_vq	= sqcq_scsi_complete_vq,
 	.handle_vq	= sqcq_handle_vq,
 	.reset		= sqcq_scsi_reset,
+	.poll_idle_us	= sqcq_host_poll_idle,
+	.poll_gen	= sqcq_host_poll_gen,
+	.poll_bind	= sqcq_host_poll_bind,
 };
 
 /* ---- vhost-scsi ioctls ---- */
@@ -197,8 +337,11 @@ static long sqcq_scsi_ioctl(struct sqcq_scsi *s, unsigned int cmd,
 		break;
 	case VHOST_SCSI_CLEAR_ENDPOINT:
 		ret = sqcq_get_target(argp, &t);
-		if (!ret)
-			ret = sqcq_clear_endpoint(s, &t);
+		if (ret)
+			break;
+		/* QEMU's stop: polling ends first, then the targets go. */
+		sqcq_doorbells_detach(vdev, "endpoint cleared");
+		ret = sqcq_clear_endpoint(s, &t);
 		break;
 	case VHOST_SCSI_SET_EVENTS_MISSED:
 		if (get_user(events_missed, (u32 __user *)argp))
@@ -227,19 +370,26 @@ static int sqcq_queues_show(struct seq_file *m, void *v)
 	struct sqcq_scsi *s = m->private;
 	unsigned int i;
 
-	seq_printf(m, "owner: %d\nfeatures: 0x%llx\n",
-		   READ_ONCE(s->vdev.owner_pid), READ_ONCE(s->vdev.features));
-	seq_puts(m, "vq num running broken mode requests kicks calls\n");
+	seq_printf(m, "owner: %d\nfeatures: 0x%llx\nmode: %s\npoll_sleeps: %llu\npoll_wakeups: %llu\n",
+		   READ_ONCE(s->vdev.owner_pid), READ_ONCE(s->vdev.features),
+		   READ_ONCE(s->vdev.db) ? "sqcq" : "classic",
+		   READ_ONCE(s->vdev.stat_sleeps),
+		   READ_ONCE(s->vdev.stat_wakeups));
+	seq_puts(m, "vq num running broken mode requests kicks calls doorbells calls_saved\n");
 	/* Racy snapshot of counters the worker updates; good enough. */
 	for (i = 0; i < s->vdev.nvqs; i++) {
 		struct sqcq_vq *vq = &s->vdev.vqs[i];
 
 		if (!READ_ONCE(vq->num) && !READ_ONCE(vq->stat_kicks))
 			continue;
-		seq_printf(m, "%u %u %d %d classic %llu %llu %llu\n", i,
+		seq_printf(m, "%u %u %d %d %s %llu %llu %llu %llu %llu\n", i,
 			   READ_ONCE(vq->num), READ_ONCE(vq->running),
-			   READ_ONCE(vq->broken), READ_ONCE(vq->stat_requests),
-			   READ_ONCE(vq->stat_kicks), READ_ONCE(vq->stat_calls));
+			   READ_ONCE(vq->broken),
+			   READ_ONCE(vq->cq) ? "sqcq" : "classic",
+			   READ_ONCE(vq->stat_requests),
+			   READ_ONCE(vq->stat_kicks), READ_ONCE(vq->stat_calls),
+			   READ_ONCE(vq->stat_doorbells),
+			   READ_ONCE(vq->stat_calls_saved));
 	}
 	return 0;
 }

@@ -162,6 +162,12 @@ static int sqcq_copy_from_guest(struct sqcq_vq *vq, void *buf, u64 gpa,
 	return 0;
 }
 
+const struct sqcq_mem_region *sqcq_umem_lookup(const struct sqcq_umem *umem,
+					       u64 gpa)
+{
+	return sqcq_umem_find(umem, gpa);
+}
+
 static int sqcq_region_cmp(const void *a, const void *b)
 {
 	const struct sqcq_mem_region *ra = a, *rb = b;
@@ -285,6 +291,11 @@ static long sqcq_set_mem_table(struct sqcq_vdev *dev, void __user *argp)
 		vq->umem = umem;
 		mutex_unlock(&vq->mutex);
 	}
+	/*
+	 * A doorbell area stays only where the new table maps it the same.
+	 * After the switch: an attach racing with it used either table.
+	 */
+	sqcq_doorbells_revalidate(dev, umem);
 	dev->umem = umem;
 	kvfree(old);
 	return 0;
@@ -313,7 +324,7 @@ void sqcq_vq_queue_work(struct sqcq_vq *vq)
 		wake_up_process(worker);
 }
 
-static void sqcq_worker_serve(struct sqcq_vq *vq)
+void sqcq_worker_serve(struct sqcq_vq *vq)
 {
 	/* Excludes the vring ioctls: they see the ring idle or not running. */
 	mutex_lock(&vq->mutex);
@@ -324,6 +335,50 @@ static void sqcq_worker_serve(struct sqcq_vq *vq)
 	mutex_unlock(&vq->mutex);
 }
 
+/*
+ * One loop of an SQ/CQ poller (the worker while doorbells are installed),
+ * after the pending queues were served (@work: any was).  Task state is
+ * TASK_INTERRUPTIBLE on entry unless @work; a kick or completion sets a
+ * pending bit and wakes us (sqcq_vq_queue_work()), which is what "armed"
+ * means for sqcq_prepare_sleep().  Returns true to sleep (poll_lock must
+ * be dropped first), false to loop again.
+ */
+static bool sqcq_worker_poll(struct sqcq_vdev *dev, bool work)
+{
+	u64 now;
+
+	if (dev->poll_asleep) {
+		/* Woken (by a kick or a completion): poll again. */
+		dev->poll_asleep = false;
+		dev->stat_wakeups++;
+		sqcq_doorbells_awake(dev);
+		work = true;
+	}
+	if (dev->ops->poll_gen && dev->ops->poll_gen() != dev->poll_bound_gen) {
+		__set_current_state(TASK_RUNNING);
+		dev->poll_bound_gen = dev->ops->poll_gen();
+		dev->ops->poll_bind(dev);
+	}
+	if (!work)
+		work = sqcq_doorbells_poll(dev);
+	now = ktime_get_ns();
+	if (work) {
+		dev->poll_last_work_ns = now;
+		return false;
+	}
+	if (now - dev->poll_last_work_ns <
+	    (u64)dev->ops->poll_idle_us() * NSEC_PER_USEC)
+		return false;
+	/* Idle long enough: the handshake of DESIGN 4.3, then sleep. */
+	if (!sqcq_doorbells_prepare_sleep(dev)) {
+		dev->poll_last_work_ns = now;
+		return false;
+	}
+	dev->poll_asleep = true;
+	dev->stat_sleeps++;
+	return true;
+}
+
 static int sqcq_worker_fn(void *data)
 {
 	struct sqcq_vdev *dev = data;
@@ -332,12 +387,15 @@ static int sqcq_worker_fn(void *data)
 	/* dev->mm is set before the thread is woken and put after it stops. */
 	kthread_use_mm(dev->mm);
 	for (;;) {
-		bool served = false;
+		bool served = false, sleep;
 
+		/* Excludes doorbell removal for the whole iteration. */
+		mutex_lock(&dev->poll_lock);
 		/* Task state before the bit tests: see sqcq_vq_queue_work(). */
 		set_current_state(TASK_INTERRUPTIBLE);
 		if (kthread_should_stop()) {
 			__set_current_state(TASK_RUNNING);
+			mutex_unlock(&dev->poll_lock);
 			break;
 		}
 		for_each_set_bit(i, dev->pending, dev->nvqs) {
@@ -347,10 +405,23 @@ static int sqcq_worker_fn(void *data)
 			served = true;
 			sqcq_worker_serve(&dev->vqs[i]);
 		}
-		if (served)
-			cond_resched();
-		else
+		if (dev->db && dev->db->sq_poll) {
+			sleep = sqcq_worker_poll(dev, served);
+			if (!sleep) {
+				__set_current_state(TASK_RUNNING);
+				served = true;	/* keep polling */
+			}
+		} else {
+			sleep = !served;
+		}
+		mutex_unlock(&dev->poll_lock);
+		if (sleep) {
 			schedule();
+		} else {
+			if (!served)
+				cpu_relax();
+			cond_resched();
+		}
 	}
 	kthread_unuse_mm(dev->mm);
 	return 0;
@@ -663,8 +734,9 @@ int sqcq_vq_push_used(struct sqcq_vq *vq, u16 head, u32 len)
 }
 
 /*
- * The one place that decides whether the driver gets an interrupt (a
- * call-eventfd signal).  SQ/CQ completion polling plugs in here later.
+ * Classic interrupt suppression (flags / used_event).  sqcq_vq_notify() is
+ * the one place that decides whether the driver gets an interrupt: it uses
+ * this, or the CQ doorbell handshake when the queue is in SQ/CQ mode.
  */
 static bool sqcq_vq_should_signal(struct sqcq_vq *vq)
 {
@@ -709,8 +781,15 @@ static bool sqcq_vq_should_signal(struct sqcq_vq *vq)
 
 void sqcq_vq_notify(struct sqcq_vq *vq)
 {
-	if (!sqcq_vq_should_signal(vq))
+	/* Worker only: vq->cq cannot change under us (poll_lock). */
+	if (vq->cq) {
+		if (!sqcq_doorbells_publish_cq(vq)) {
+			vq->stat_calls_saved++;
+			return;
+		}
+	} else if (!sqcq_vq_should_signal(vq)) {
 		return;
+	}
 	if (vq->call_ctx) {
 		sqcq_eventfd_signal(vq->call_ctx);
 		vq->stat_calls++;
@@ -958,6 +1037,11 @@ static long sqcq_vring_ioctl(struct sqcq_vdev *dev, unsigned int cmd,
 		break;
 	}
 
+	/* Stopping a polled ring ends SQ/CQ first (no vq->mutex held here). */
+	if (cmd == VHOST_GET_VRING_BASE ||
+	    (cmd == VHOST_SET_VRING_KICK && f.fd == VHOST_FILE_UNBIND))
+		sqcq_doorbells_detach(dev, "ring stopped");
+
 	/* Waits for the worker to leave this ring (see sqcq_worker_serve()). */
 	mutex_lock(&vq->mutex);
 	switch (cmd) {
@@ -1069,6 +1153,8 @@ static void sqcq_vdev_reset(struct sqcq_vdev *dev)
 	struct task_struct *worker = dev->worker;
 	unsigned int i;
 
+	/* The host never touches a doorbell area after this. */
+	sqcq_doorbells_detach(dev, "device reset");
 	/*
 	 * No kick can queue work once every wait entry is gone; each vq
 	 * mutex also waits for the worker to leave that ring.
@@ -1126,6 +1212,7 @@ int sqcq_vdev_init(struct sqcq_vdev *dev, unsigned int nvqs,
 
 	memset(dev, 0, sizeof(*dev));
 	mutex_init(&dev->mutex);
+	mutex_init(&dev->poll_lock);
 	dev->ops = ops;
 	dev->priv = priv;
 	dev->nvqs = nvqs;

@@ -1,0 +1,239 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * vhost_scsi_sqcq: SQ/CQ doorbells on the host side (DESIGN 4).
+ *
+ * The guest's doorbell area is pinned and mapped into the kernel once, at
+ * setup, so the poll loop reads and writes it with plain loads and stores
+ * (no get_user, no page walks).  The device's worker thread is the poller:
+ * while doorbells are installed it does not sleep after serving, it polls
+ * the SQ index of every polled queue (sqcq_doorbells_poll()), and only
+ * after poll_idle_us without work does it publish SQ NEED_WAKEUP and sleep
+ * until a kick (sqcq_worker_poll() in vhost_core.c).  Completions publish
+ * the CQ index and signal only when the guest's poller asked for it
+ * (sqcq_doorbells_publish_cq(), called from the one notify decision point,
+ * sqcq_vq_notify()).
+ *
+ * Teardown (guest request, device reset, CLEAR_ENDPOINT, a ring stopped, a
+ * memory table that no longer maps the area, owner exit) leaves SQ
+ * NEED_WAKEUP | STOPPED set for good, so the guest kicks on every submit
+ * again, and then unmaps: the host never touches the area afterwards.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/mm.h>
+#include <linux/slab.h>
+#include <linux/vmalloc.h>
+
+#include "sqcq_uapi.h"
+#include "sqcq_vhost.h"
+
+static void sqcq_db_free(struct sqcq_doorbells *db)
+{
+	if (db->vaddr)
+		vunmap(db->vaddr);
+	if (db->npages)
+		unpin_user_pages_dirty_lock(db->pages, db->npages, true);
+	kvfree(db->pages);
+	kfree(db);
+}
+
+int __sqcq_doorbells_attach(struct sqcq_vdev *dev,
+			    const struct sqcq_umem *umem, u64 gpa, u32 len,
+			    unsigned int first_vq, unsigned int nq, bool sq_poll)
+{
+	const struct sqcq_mem_region *r;
+	struct sqcq_doorbells *db;
+	unsigned int i, off;
+	int got;
+
+	lockdep_assert_held(&dev->poll_lock);
+	if (dev->db)
+		return SQCQ_S_BUSY;
+	/* The whole area in one region: one contiguous user range. */
+	r = sqcq_umem_lookup(umem, gpa);
+	if (!r || gpa + len - 1 > r->last)
+		return SQCQ_S_BAD_ADDR;
+
+	db = kzalloc(sizeof(*db), GFP_KERNEL);
+	if (!db)
+		return SQCQ_S_NO_RESOURCES;
+	db->gpa = gpa;
+	db->len = len;
+	db->uaddr = r->uaddr + (gpa - r->gpa);
+	db->first_vq = first_vq;
+	db->nq = nq;
+	db->sq_poll = sq_poll;
+	off = db->uaddr & ~PAGE_MASK;
+	db->npages = DIV_ROUND_UP(off + len, PAGE_SIZE);
+	db->pages = kvcalloc(db->npages, sizeof(*db->pages), GFP_KERNEL);
+	if (!db->pages) {
+		db->npages = 0;
+		goto fail;
+	}
+	/* The worker runs in the owner's mm (kthread_use_mm). */
+	got = pin_user_pages_fast(db->uaddr & PAGE_MASK, db->npages,
+				  FOLL_WRITE | FOLL_LONGTERM, db->pages);
+	if (got != db->npages) {
+		db->npages = got > 0 ? got : 0;
+		goto fail;
+	}
+	db->vaddr = vmap(db->pages, db->npages, VM_MAP, PAGE_KERNEL);
+	if (!db->vaddr)
+		goto fail;
+	db->area = db->vaddr + off;
+
+	for (i = 0; i < nq; i++) {
+		struct sqcq_vq *vq = &dev->vqs[first_vq + i];
+		struct sqcq_queue_lines *ql = &db->area->q[i];
+
+		vq->sq = &ql->sq_line.sq;
+		vq->cq = &ql->cq_line.cq;
+		vq->sq_seen = sqcq_load16(&vq->sq->idx);
+		/*
+		 * The guest set SQ NEED_WAKEUP (kick me, as in classic mode);
+		 * the first poll loop clears it.  The CQ index starts where
+		 * the used ring is.
+		 */
+		sqcq_store16(&vq->cq->idx, vq->last_used_idx);
+	}
+	dev->db = db;
+	/* First loop: clear NEED_WAKEUP, bind per poll_cpu, start the clock. */
+	dev->poll_asleep = true;
+	dev->poll_bound_gen = dev->ops->poll_gen() - 1;
+	dev->poll_last_work_ns = ktime_get_ns();
+	return SQCQ_S_OK;
+
+fail:
+	sqcq_db_free(db);
+	return SQCQ_S_NO_RESOURCES;
+}
+
+bool __sqcq_doorbells_detach(struct sqcq_vdev *dev, const char *why)
+{
+	struct sqcq_doorbells *db = dev->db;
+	unsigned int i;
+
+	lockdep_assert_held(&dev->poll_lock);
+	if (!db)
+		return false;
+	for (i = 0; i < db->nq; i++) {
+		struct sqcq_vq *vq = &dev->vqs[db->first_vq + i];
+
+		/* Kick me from now on; full barrier inside. */
+		sqcq_stop_polling(&vq->sq->flags, VRING_SQ_F_NEED_WAKEUP,
+				  VRING_SQ_F_STOPPED);
+		vq->sq = NULL;
+		vq->cq = NULL;
+	}
+	dev->db = NULL;
+	dev->poll_asleep = false;
+	sqcq_db_free(db);
+	pr_info("owner %d: SQ/CQ stopped (%s), queues back to classic\n",
+		dev->owner_pid, why);
+	/*
+	 * Requests the guest published without kicking while we polled are
+	 * in the rings: serve them now, classic from here on.
+	 */
+	for (i = 0; i < dev->nvqs; i++)
+		if (READ_ONCE(dev->vqs[i].running))
+			sqcq_vq_queue_work(&dev->vqs[i]);
+	return true;
+}
+
+void sqcq_doorbells_detach(struct sqcq_vdev *dev, const char *why)
+{
+	/* The worker holds poll_lock for a whole loop: we wait for it. */
+	mutex_lock(&dev->poll_lock);
+	__sqcq_doorbells_detach(dev, why);
+	mutex_unlock(&dev->poll_lock);
+}
+
+void sqcq_doorbells_revalidate(struct sqcq_vdev *dev,
+			       const struct sqcq_umem *umem)
+{
+	const struct sqcq_mem_region *r;
+	struct sqcq_doorbells *db;
+
+	mutex_lock(&dev->poll_lock);
+	db = dev->db;
+	if (db) {
+		r = sqcq_umem_lookup(umem, db->gpa);
+		if (!r || db->gpa + db->len - 1 > r->last ||
+		    r->uaddr + (db->gpa - r->gpa) != db->uaddr)
+			__sqcq_doorbells_detach(dev, "memory table changed");
+	}
+	mutex_unlock(&dev->poll_lock);
+}
+
+bool sqcq_doorbells_poll(struct sqcq_vdev *dev)
+{
+	struct sqcq_doorbells *db = dev->db;
+	bool work = false;
+	unsigned int i;
+
+	for (i = 0; i < db->nq; i++) {
+		struct sqcq_vq *vq = &dev->vqs[db->first_vq + i];
+		u16 idx;
+
+		/* Read barrier inside: the ring after the index. */
+		idx = sqcq_consume_idx(&vq->sq->idx);
+		if (idx == vq->sq_seen)
+			continue;
+		/*
+		 * A bogus index only makes us look at the ring, which is
+		 * checked on its own (avail->idx), so no trust is needed.
+		 */
+		vq->sq_seen = idx;
+		vq->stat_doorbells++;
+		__set_current_state(TASK_RUNNING);
+		sqcq_worker_serve(vq);
+		work = true;
+	}
+	return work;
+}
+
+bool sqcq_doorbells_prepare_sleep(struct sqcq_vdev *dev)
+{
+	struct sqcq_doorbells *db = dev->db;
+	unsigned int i, j;
+
+	for (i = 0; i < db->nq; i++) {
+		struct sqcq_vq *vq = &dev->vqs[db->first_vq + i];
+
+		/*
+		 * Set NEED_WAKEUP, full barrier, re-read the index (DESIGN
+		 * 4.3); pairs with sqcq_publish() in the guest's submit path.
+		 * The caller is armed: TASK_INTERRUPTIBLE, woken by kicks.
+		 */
+		if (sqcq_prepare_sleep(&vq->sq->flags, VRING_SQ_F_NEED_WAKEUP,
+				       &vq->sq->idx, vq->sq_seen))
+			continue;
+		/* New work: withdraw the flags set so far, keep polling. */
+		for (j = 0; j < i; j++)
+			sqcq_clear_need_wakeup(&dev->vqs[db->first_vq + j].sq->flags,
+					       VRING_SQ_F_NEED_WAKEUP);
+		return false;
+	}
+	return true;
+}
+
+void sqcq_doorbells_awake(struct sqcq_vdev *dev)
+{
+	struct sqcq_doorbells *db = dev->db;
+	unsigned int i;
+
+	for (i = 0; i < db->nq; i++)
+		sqcq_clear_need_wakeup(&dev->vqs[db->first_vq + i].sq->flags,
+				       VRING_SQ_F_NEED_WAKEUP);
+}
+
+bool sqcq_doorbells_publish_cq(struct sqcq_vq *vq)
+{
+	/*
+	 * The used ring (entries and used->idx) is written; publish the CQ
+	 * index, full barrier, read the guest poller's flag (DESIGN 4.3).
+	 * Pairs with sqcq_prepare_sleep() in the guest poller.
+	 */
+	return sqcq_publish(&vq->cq->idx, vq->last_used_idx, &vq->cq->flags,
+			    VRING_CQ_F_NEED_WAKEUP);
+}
