@@ -89,6 +89,7 @@ struct sqcq_cmd {
 	bool aborted;			/* aborted_task() was called */
 	u8 tmf_response;		/* VIRTIO_SCSI_S_* of a TMF */
 	bool data_in;			/* device writes the data buffers */
+	bool data_sent;			/* queue_data_in: the core read data */
 	u32 data_len;
 	u32 resp_len;			/* bytes of the response header */
 	unsigned int npages;
@@ -537,7 +538,9 @@ static u32 sqcq_cmd_write_resp(struct sqcq_cmd *cmd)
 		resp.response = VIRTIO_SCSI_S_OK;
 	}
 	len = sqcq_req_copy_to(&where, 0, &resp, sizeof(resp));
-	if (cmd->data_in && !cmd->aborted && resid < cmd->data_len)
+	/* Data only when the core sent it (not with a CHECK CONDITION). */
+	if (cmd->data_in && cmd->data_sent && !cmd->aborted &&
+	    resid < cmd->data_len)
 		len += cmd->data_len - resid;
 	return len;
 }
@@ -598,6 +601,14 @@ void sqcq_scsi_complete_vq(struct sqcq_vq *vq)
 static int sqcq_tcm_queue_status(struct se_cmd *se_cmd)
 {
 	/* The answer is written when the last reference goes (release). */
+	transport_generic_free_cmd(se_cmd, 0);
+	return 0;
+}
+
+static int sqcq_tcm_queue_data_in(struct se_cmd *se_cmd)
+{
+	/* Read data is in the guest's buffers; status follows with it. */
+	sqcq_se_cmd(se_cmd)->data_sent = true;
 	transport_generic_free_cmd(se_cmd, 0);
 	return 0;
 }
@@ -1235,7 +1246,7 @@ static struct target_core_fabric_ops sqcq_tcm_ops = {
 	.write_pending			= sqcq_tcm_write_pending,
 	.set_default_node_attributes	= sqcq_tcm_node_attrs,
 	.get_cmd_state			= sqcq_tcm_cmd_state,
-	.queue_data_in			= sqcq_tcm_queue_status,
+	.queue_data_in			= sqcq_tcm_queue_data_in,
 	.queue_status			= sqcq_tcm_queue_status,
 	.queue_tm_rsp			= sqcq_tcm_queue_tm_rsp,
 	.aborted_task			= sqcq_tcm_aborted_task,

@@ -908,7 +908,11 @@ static void sqcq_vq_stop(struct sqcq_vq *vq)
 {
 	vq->running = false;
 	sqcq_kick_unbind(vq);
-	clear_bit(vq->index, vq->dev->pending);
+	/*
+	 * The pending bit stays: it may stand for completions the device
+	 * still has to finish (complete_vq runs for stopped rings too), and
+	 * the worker skips handle_vq() for a ring that is not running.
+	 */
 }
 
 /* Start the ring with kick file @file.  vq->mutex held. */
