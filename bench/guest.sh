@@ -136,7 +136,10 @@ print(round(json.load(open(sys.argv[1]))["jobs"][0]["read"]["iops"]))' "$out")
 			for cfg in $configs; do
 				sd=$(use "$cfg") || { log "$cfg: no disk"; return 1; }
 				if [ "$qd$jobs" = 11 ]; then
-					echo "$cfg $(find /sys/block/"$sd"/mq/ -mindepth 1 -maxdepth 1 | wc -l)" >>$res/queues
+					# blk-mq hardware queues, and our driver's mode
+					# (classic or sqcq) from debugfs.
+					echo "$cfg $(find /sys/block/"$sd"/mq/ -mindepth 1 -maxdepth 1 | wc -l)" \
+						"$(awk '$1 == "mode:" { print $2 }' "$dbg/$vdev/info" 2>/dev/null)" >>$res/queues
 					log "$cfg: /dev/$sd, io_poll $(cat /sys/block/"$sd"/queue/io_poll)," \
 						"$(tail -n 1 $res/queues | cut -d' ' -f2) hardware queues"
 				fi
@@ -154,7 +157,10 @@ print(round(json.load(open(sys.argv[1]))["jobs"][0]["read"]["iops"]))' "$out")
 table() {	# table POINTS-FILE QUEUES-FILE KERNEL
 	python3 - "$1" "$2" "$3" <<'EOF'
 import sys
-queues = dict(l.split() for l in open(sys.argv[2]))
+queues = {}
+for l in open(sys.argv[2]):
+    f = l.split()
+    queues[f[0]] = f[1] + (" (%s mode)" % f[2] if len(f) > 2 else "")
 pts = {}
 for line in open(sys.argv[1]):
     cfg, qd, jobs, iops, irq, kicks, ios = line.split()

@@ -13,7 +13,6 @@ W_IN=naa.5001405000000a01 W_OURS=naa.5001405000000b01
 modprobe target_core_mod
 modprobe vhost_scsi
 insmod "$KO" poll_idle_us="$IDLE"
-export SQCQ_CLIENT_IDLE_US=$IDLE
 mkdir -p $C/core/rd_mcp_0/bench
 echo rd_pages=$((80 << 8)) >$C/core/rd_mcp_0/bench/control
 echo 1 >$C/core/rd_mcp_0/bench/enable
@@ -25,7 +24,7 @@ for f in "vhost $W_IN" "vhost_sqcq $W_OURS"; do
 done
 
 run() { # NODE WWPN Q QD RW [sqcq] -> "iops notifications/io"
-	"$CLIENT" "$1" "$2" "$3" "$4" "$SECS" "$5" 1 0 ${6:-} |
+	"$CLIENT" "$1" "$2" -q "$3" -d "$4" -t "$SECS" -m "$5" -i "$IDLE" ${6:+-s} |
 		awk -F'[= ]' '{ printf "%d %.3f", $6, ($8 + $10) / $2 }'
 }
 

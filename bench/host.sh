@@ -4,7 +4,7 @@
 # Host module: vhost_scsi_sqcq (classic and SQ/CQ) vs the in-tree vhost_scsi,
 # side by side in one L1 boot (QEMU TCG, tests/vm/run.sh).  Both fabrics export
 # the SAME rd_mcp ramdisk backstore (one LUN each), and the same userspace
-# client (bench/vhost-bench.c, playing VMM and guest driver) drives
+# client (tests/host/vhost-io.c, playing VMM and guest driver) drives
 # /dev/vhost-scsi and /dev/vhost-scsi-sqcq (classic, then with SQ/CQ
 # doorbells: the client plays the guest driver's SQ/CQ side) in turn: 4 KiB
 # random read and write, 1 and 4 request queues, queue depth 1 and 32.  The
@@ -31,6 +31,6 @@ abi=$(sqcq_kernel_abi "$id")
 ko=$ROOT/out/$abi/host/vhost_scsi_sqcq.ko
 [ -f "$ko" ] || tests/matrix.sh "$id" >&2
 mkdir -p out/tools
-gcc -O2 -Wall -Wextra -Werror -o out/tools/vhost-bench bench/vhost-bench.c
+gcc -O2 -Wall -Wextra -Werror -o out/tools/vhost-io tests/host/vhost-io.c
 tests/vm/run.sh --kernel "$id" --smp 2 --mem 1024 --timeout 1800 \
-	-- bench/host-inside.sh "$ko" "$ROOT/out/tools/vhost-bench" "$seconds" "$idle"
+	-- bench/host-inside.sh "$ko" "$ROOT/out/tools/vhost-io" "$seconds" "$idle"

@@ -1,14 +1,68 @@
 #!/bin/bash
-# Runs INSIDE the test VM as root (tests/host/run.sh starts it): load the
-# host module, run the userspace vhost client against /dev/vhost-scsi-sqcq,
-# then check that closing every device left nothing behind (worker threads,
-# debugfs directories) and that the module unloads.
+# shellcheck disable=SC2317 # helpers run through check() and --hook
+# Runs INSIDE the test VM as root (tests/host/run.sh starts it).
+#
+#  1. load the host module, run the userspace vhost client against
+#     /dev/vhost-scsi-sqcq without any target (ioctls, rings, BAD_TARGET),
+#     check that closing every device left nothing behind;
+#  2. build an LIO target for fabric vhost_sqcq on rd_mcp ramdisks (tpgt_1:
+#     LUNs 0 and 1, tpgt_2: LUN 0, tpgt_3: nexus only) and run the client's
+#     SCSI checks (client scsi ...: endpoints, commands, verified I/O on four
+#     queues, malformed requests, TMFs, hotplug events, fault cases); the
+#     client changes configfs through this script (--hook);
+#  3. a client bound with I/O in flight is SIGKILLed: the device is released
+#     and the whole target can be torn down;
+#  4. rmmod is refused while a device is open, works after;
+#  5. takeover=1: fabric "vhost" and /dev/vhost-scsi, a short I/O check
+#     through them; refused (with a clear log line) while the in-tree
+#     vhost_scsi is loaded, while loading beside it without takeover works.
 #
 # Usage: inside.sh KO CLIENT
+#        inside.sh --hook FUNCTION ARGS...   (configfs changes for the client:
+#        the sqcq_target_* functions of tests/lib/target.sh, hook_relink)
 set -u
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=tests/lib/target.sh
+. "$HERE/../lib/target.sh"
+
+# hook_relink FABRIC WWPN TPGT LUN N: unlink and relink the LUN's backstore
+# N times (2N hotplug events for a bound device).
+hook_relink() {
+	local dir=$SQCQ_TARGET_CFS/$1/$2/tpgt_$3/lun/lun_$4 rd i
+	rd=$(readlink -f "$dir/backstore") || return 1
+	for ((i = 0; i < $5; i++)); do
+		rm "$dir/backstore" && ln -s "$rd" "$dir/backstore" || return 1
+	done
+}
+
+# tpg_setup FABRIC WWPN TPGT NLUNS SIZE_MB: the TPG with its nexus and LUNs
+# 0..NLUNS-1 (what sqcq_target_setup does, without its module loading:
+# it asks for a module target_core_rd, which Debian kernels do not have --
+# rd_mcp is part of target_core_mod).
+tpg_setup() {
+	local tpg=$SQCQ_TARGET_CFS/$1/$2/tpgt_$3 i
+	mkdir -p "$tpg" || return 1
+	sqcq_target_initiator "$2" >"$tpg/nexus" || return 1
+	for ((i = 0; i < $4; i++)); do
+		sqcq_target_add_lun "$1" "$2" "$3" "$i" "$5" || return 1
+	done
+}
+
+if [ "${1:-}" = --hook ]; then
+	shift
+	case "${1:-}" in
+	sqcq_target_* | hook_*) "$@"; exit ;;
+	*) echo "inside.sh: no hook '${1:-}'" >&2; exit 2 ;;
+	esac
+fi
+
 KO=${1:?KO}
 CLIENT=${2:?CLIENT}
 MOD=vhost_scsi_sqcq
+FAB=vhost_sqcq
+WWPN=naa.5001405000000a01
+LUN_MB=32
+CFS=$SQCQ_TARGET_CFS
 fails=0
 
 pass() { echo "PASS: host $*"; }
@@ -16,11 +70,30 @@ fail() { echo "FAIL: host $*"; fails=$((fails + 1)); }
 check() {
 	local name=$1
 	shift
-	if "$@"; then pass "$name"; else fail "$name"; fi
+	if "$@"; then pass "$name"; else fail "$name"; return 1; fi
 }
 workers() { grep -l '^vhost-sqcq-' /proc/[0-9]*/comm 2>/dev/null | wc -l; }
+no_devices() { [ "$(ls "/sys/kernel/debug/$MOD")" = params ]; }
+# The worker of the device that process $1 owns (comm is cut to 15 bytes).
+worker_of() {
+	local name
+	name=$(printf 'vhost-sqcq-%s' "$1" | cut -c1-15)
+	grep -qx "$name" /proc/[0-9]*/comm 2>/dev/null
+}
+# Process $1 has exited (a zombie or gone): its files are released.
+exited() {
+	local st
+	st=$(awk '{ print $3 }' "/proc/$1/stat" 2>/dev/null)
+	[ -z "$st" ] || [ "$st" = Z ]
+}
+log_lines() { dmesg | grep -c "$MOD: "; }
 
 mountpoint -q /sys/kernel/debug || mount -t debugfs none /sys/kernel/debug
+
+# ---- 1. no target ------------------------------------------------------------
+# The module needs the target core (and scsi_common); insmod does not load
+# dependencies.
+check modprobe-target-core modprobe -a scsi_common target_core_mod
 if ! insmod "$KO"; then
 	fail "insmod $KO"
 	exit 1
@@ -33,10 +106,95 @@ check devnode [ -c /dev/vhost-scsi-sqcq ]
 # Every device was closed (the client exits): no worker, no debugfs dir.
 sleep 0.5
 check no-worker-left [ "$(workers)" = 0 ]
-check no-device-debugfs-left bash -c \
-	"[ \"\$(ls /sys/kernel/debug/$MOD)\" = params ]"
-check log-rate-limited bash -c \
-	"[ \$(dmesg | grep -c '$MOD: ') -lt 200 ]"
+check no-device-debugfs-left no_devices
+check log-rate-limited bash -c "[ $(log_lines) -lt 200 ]"
+
+# ---- 2. an LIO target, the SCSI data path ------------------------------------
+t0=$SECONDS
+ok=1
+check target-setup-tpgt1-two-luns tpg_setup $FAB $WWPN 1 2 $LUN_MB || ok=0
+check target-setup-tpgt2-one-lun tpg_setup $FAB $WWPN 2 1 $LUN_MB || ok=0
+check target-setup-tpgt3-no-lun tpg_setup $FAB $WWPN 3 0 $LUN_MB || ok=0
+if [ "$ok" = 1 ]; then
+	SQCQ_HOOK="$(printf '%q ' bash "$HERE/inside.sh" --hook)" \
+		timeout -k 10 1200 "$CLIENT" scsi /dev/vhost-scsi-sqcq $FAB $WWPN $LUN_MB ||
+		fails=$((fails + 1))
+else
+	fail "scsi-client (not run: no target)"
+fi
+sleep 0.5
+check scsi-no-worker-left [ "$(workers)" = 0 ]
+check scsi-no-device-debugfs-left no_devices
+echo "# scsi checks took $((SECONDS - t0)) s"
+
+# ---- 3. a bound client killed with I/O in flight -----------------------------
+ready=/tmp/sqcq-hold.ready
+rm -f "$ready"
+"$CLIENT" hold /dev/vhost-scsi-sqcq $FAB $WWPN "$ready" &
+hpid=$!
+for ((i = 0; i < 240; i++)); do
+	[ -e "$ready" ] && break
+	kill -0 "$hpid" 2>/dev/null || break
+	sleep 0.5
+done
+check hold-client-bound-with-io [ -e "$ready" ]
+check hold-worker-running worker_of "$hpid"
+check rmmod-refused-while-bound bash -c "! rmmod $MOD 2>/dev/null"
+check bound-tpg-rmdir-refused bash -c "! rmdir $CFS/$FAB/$WWPN/tpgt_2 2>/dev/null"
+check bound-nexus-drop-refused bash -c "! echo NULL 2>/dev/null >$CFS/$FAB/$WWPN/tpgt_2/nexus"
+kill -9 "$hpid" 2>/dev/null
+for ((i = 0; i < 120; i++)); do
+	exited "$hpid" && break
+	sleep 0.5
+done
+if exited "$hpid"; then
+	pass killed-client-released
+	wait "$hpid" 2>/dev/null
+else
+	fail "killed-client-released (process $hpid still exiting after 60 s)"
+fi
+check killed-no-worker-left [ "$(workers)" = 0 ]
+check killed-no-device-debugfs-left no_devices
+check teardown-after-kill sqcq_target_teardown $FAB $WWPN
+check fabric-dir-removed rmdir "$CFS/$FAB"
+
+# ---- 4. module references: an open device, then unload -----------------------
+exec 3<>/dev/vhost-scsi-sqcq
+check rmmod-refused-while-open bash -c "! rmmod $MOD 2>/dev/null"
+exec 3>&-
+check log-rate-limited-with-target bash -c "[ $(log_lines) -lt 500 ]"
 check rmmod rmmod $MOD
 check unloaded bash -c "! [ -d /sys/module/$MOD ]"
+
+# ---- 5. takeover=1 -----------------------------------------------------------
+if [ -d /sys/module/vhost_scsi ] || [ -e /dev/vhost-scsi ]; then
+	fail "takeover (the in-tree vhost_scsi is loaded already)"
+else
+	check takeover-insmod insmod "$KO" takeover=1
+	check takeover-devnode [ -c /dev/vhost-scsi ]
+	check takeover-no-sqcq-devnode [ ! -e /dev/vhost-scsi-sqcq ]
+	# (sqcq_target_setup would modprobe the in-tree vhost_scsi for "vhost".)
+	ok=0
+	mkdir "$CFS/vhost" && tpg_setup vhost $WWPN 1 1 16 && ok=1
+	check takeover-target-setup [ "$ok" = 1 ]
+	check takeover-fabric-is-ours grep -q "$MOD" "$CFS/vhost/version"
+	if [ "$ok" = 1 ]; then
+		timeout -k 10 600 "$CLIENT" io /dev/vhost-scsi vhost $WWPN ||
+			fails=$((fails + 1))
+	fi
+	check takeover-teardown sqcq_target_teardown vhost $WWPN
+	check takeover-fabric-dir-removed rmdir "$CFS/vhost"
+	check takeover-rmmod rmmod $MOD
+	check takeover-devnode-gone [ ! -e /dev/vhost-scsi ]
+fi
+check intree-modprobe modprobe vhost_scsi
+check intree-devnode [ -c /dev/vhost-scsi ]
+check takeover-refused-beside-intree bash -c "! insmod $KO takeover=1 2>/dev/null"
+check takeover-refused-log-line bash -c \
+	"dmesg | grep -q '$MOD: takeover=1: the in-tree vhost_scsi holds'"
+check takeover-refused-not-loaded bash -c "! [ -d /sys/module/$MOD ]"
+check coexist-insmod insmod "$KO"
+check coexist-both-devnodes bash -c "[ -c /dev/vhost-scsi ] && [ -c /dev/vhost-scsi-sqcq ]"
+check coexist-rmmod rmmod $MOD
+check intree-rmmod rmmod vhost_scsi
 exit $((fails > 0))

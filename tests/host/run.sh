@@ -7,8 +7,12 @@
 # which loads the module and runs the client against /dev/vhost-scsi-sqcq:
 # every vhost ioctl with good and malformed input, ownership, the split
 # ring engine (control and request queues, indirect descriptors, EVENT_IDX,
-# NO_INTERRUPT, NOTIFY_ON_EMPTY, malformed chains), reset and owner exit,
-# then unload.
+# NO_INTERRUPT, NOTIFY_ON_EMPTY, malformed chains), reset and owner exit;
+# then, with an LIO target on rd_mcp ramdisks (fabric vhost_sqcq):
+# endpoints, INQUIRY/REPORT LUNS/READ CAPACITY, verified READ/WRITE(10/16)
+# on four queues in every descriptor layout, malformed requests, TMFs,
+# hotplug events, CLEAR_ENDPOINT/LUN unlink/SIGKILL/close with I/O in
+# flight, unload; and takeover=1 (fabric "vhost", /dev/vhost-scsi).
 #
 # The module comes from out/<abi>/host/ (tests/matrix.sh ID builds it) or
 # --ko (a path under the repository: the VM sees the host root read-only,
@@ -20,7 +24,7 @@ cd "$ROOT"
 # shellcheck source=tests/lib/kernels.sh
 . tests/lib/kernels.sh
 
-id=6.1 ko="" timeout_s=600
+id=6.1 ko="" timeout_s=1500
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--kernel) id=$2; shift 2 ;;

@@ -1,32 +1,42 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * vhost-bench: drive a vhost-scsi device node from userspace as a VMM and a
- * guest driver at once, and measure 4 KiB random I/O against one LUN.
- * Works with the in-tree /dev/vhost-scsi and with /dev/vhost-scsi-sqcq, so
- * both are measured by the same client in the same boot.
+ * vhost-io: drive a vhost-scsi device node from userspace as a VMM and a
+ * guest driver at once, with 4 KiB I/O against one LUN.  Works with the
+ * in-tree /dev/vhost-scsi and with /dev/vhost-scsi-sqcq, so both are
+ * measured by the same client in the same boot (bench/host.sh), and it
+ * checks the host's SQ/CQ side (tests/host/sqcq-inside.sh).
  *
- *   vhost-bench NODE WWPN QUEUES DEPTH SECONDS read|write [TARGET [LUN [sqcq]]]
+ *   vhost-io NODE WWPN [-q QUEUES] [-d DEPTH] [-t SECONDS | -n IOS]
+ *            [-m read|write|verify] [-T TARGET] [-L LUN] [-s] [-i IDLE_US]
+ *            [-p PAUSE_MS] [-D] [-C]
  *
- * DEPTH requests are kept in flight on each of QUEUES request queues, each
- * request a READ(10)/WRITE(10) of 4 KiB at a random block of the first
- * 64 MiB, three descriptors (header, response, data), interrupts on (no
- * EVENT_IDX).  One thread waits on all call eventfds and refills.
+ * DEPTH requests (1..85) stay in flight on each of QUEUES request queues
+ * (1..16); each is a READ(10)/WRITE(10) of 4 KiB, three descriptors
+ * (header, response, data), interrupts on (no EVENT_IDX).  read/write go to
+ * random blocks of the first 64 MiB; verify gives every slot a block of its
+ * own, writes a fresh pattern there and reads it back, comparing.
  *
- * With "sqcq" the client first asks for SQ/CQ doorbells on the control
- * queue (common/sqcq_uapi.h) and then behaves as the guest driver does in
- * SQ/CQ mode: it publishes SQ indexes and kicks only when the host poller
- * asked for it (SQ NEED_WAKEUP), and polls the CQ indexes, sleeping on the
- * call eventfds behind CQ NEED_WAKEUP after 1 ms without completions
- * ($SQCQ_CLIENT_IDLE_US overrides the 1 ms).
+ * -s asks for SQ/CQ doorbells on the control queue first (common/sqcq_uapi.h)
+ * and then behaves as the guest driver does in SQ/CQ mode: it publishes SQ
+ * indexes and kicks only when the host poller asked for it (SQ NEED_WAKEUP),
+ * and polls the CQ indexes, sleeping on the call eventfds behind CQ
+ * NEED_WAKEUP after IDLE_US (default 1000) without completions.
+ * -p pauses submissions for PAUSE_MS halfway (the pollers fall asleep; the
+ * next submission must wake the host).  -D prints this device's debugfs
+ * "queues" file of vhost_scsi_sqcq before closing.  -C runs the SQ/CQ setup
+ * checks (good and malformed requests; PASS:/FAIL: lines) instead of I/O.
  *
  * Prints one line:
- *   ios=N seconds=S iops=I kicks=K calls=C errors=E mode=M
- * kicks: eventfd writes this client made; calls: signals it consumed
- * (counted per eventfd read, so coalesced signals count once).
- * Exit status 0 when no request failed.
+ *   ios=N seconds=S iops=I kicks=K calls=C errors=E mode=M sleeps=Z
+ * kicks: eventfd writes of this client; calls: signals it consumed (per
+ * eventfd read, so coalesced signals count once); sleeps: times the client
+ * poller slept.  Exit status 0 when no request failed and no check failed,
+ * 3 when SQ/CQ was refused.
  */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
+#include <getopt.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <stdint.h>
@@ -43,7 +53,7 @@
 #include <linux/virtio_ring.h>
 #include <linux/virtio_scsi.h>
 
-#include "../common/sqcq_uapi.h"
+#include "../../common/sqcq_uapi.h"
 
 #define MAXQ		16
 #define RING		256			/* descriptors per queue */
@@ -73,8 +83,19 @@ struct queue {
 	unsigned int inflight;
 };
 
+enum io_mode { M_READ, M_WRITE, M_VERIFY };
+
+/* Per slot: its block and pattern generation (verify mode). */
+struct slot_state {
+	uint32_t gen;
+	int writing;			/* the request in flight is a write */
+};
+
 static uint8_t *mem;
 static size_t mem_size;
+static struct slot_state sst[MAXQ][SLOTS];
+static enum io_mode mode = M_READ;
+static int target = 1, lun;
 static struct queue qs[MAXQ];
 static struct queue ctrlq;
 static struct sqcq_area *area;
@@ -89,7 +110,7 @@ static uint64_t gpa_of(const void *p)
 
 static void die(const char *what)
 {
-	fprintf(stderr, "vhost-bench: %s: %s\n", what, strerror(errno));
+	fprintf(stderr, "vhost-io: %s: %s\n", what, strerror(errno));
 	exit(2);
 }
 
@@ -142,17 +163,59 @@ static void queue_start(int fd, struct queue *q, unsigned int qn,
 	vring_fd(fd, VHOST_SET_VRING_CALL, index, q->call);
 }
 
-/* Fill slot @s of queue @qn with a random 4 KiB read or write. */
-static void slot_post(struct queue *q, unsigned int qn, unsigned int s,
-		      int target, int lun, int write)
+static uint64_t pattern(uint32_t block, uint32_t gen, unsigned int w)
+{
+	return ((uint64_t)block << 32 | gen) ^ (w * 0x9e3779b97f4a7c15ull);
+}
+
+static void pattern_fill(uint8_t *data, uint32_t block, uint32_t gen)
+{
+	uint64_t *p = (uint64_t *)data;
+	unsigned int w;
+
+	for (w = 0; w < BS / 8; w++)
+		p[w] = pattern(block, gen, w);
+}
+
+static int pattern_check(const uint8_t *data, uint32_t block, uint32_t gen)
+{
+	const uint64_t *p = (const uint64_t *)data;
+	unsigned int w;
+
+	for (w = 0; w < BS / 8; w++)
+		if (p[w] != pattern(block, gen, w))
+			return 0;
+	return 1;
+}
+
+/* Fill slot @s of queue @qn with its next 4 KiB read or write. */
+static void slot_post(struct queue *q, unsigned int qn, unsigned int s)
 {
 	uint8_t *b = slot_base(qn, s);
 	struct slot *sl = (struct slot *)b;
 	uint8_t *data = b + 4096;
-	uint32_t lba = (uint32_t)(random() % (SPAN_BLOCKS - BS / 512));
 	struct vring_desc *d = &q->desc[s * 3];
+	struct slot_state *st = &sst[qn][s];
+	uint32_t lba;
+	int write;
+
+	if (mode == M_VERIFY) {
+		/* Own block per slot: write a new pattern, then read it. */
+		lba = (qn * SLOTS + s) * (BS / 512);
+		write = st->writing = !st->writing;
+		if (write) {
+			st->gen++;
+			pattern_fill(data, lba, st->gen);
+		} else {
+			memset(data, 0, BS);
+		}
+	} else {
+		lba = (uint32_t)(random() % (SPAN_BLOCKS - BS / 512));
+		write = mode == M_WRITE;
+	}
 
 	memset(&sl->req, 0, sizeof(sl->req));
+	memset(&sl->resp, 0, sizeof(sl->resp));
 	sl->req.lun[0] = 1;
 	sl->req.lun[1] = target;
 	sl->req.lun[2] = 0x40 | (lun >> 8);
@@ -192,6 +255,26 @@ static void slot_post(struct queue *q, unsigned int qn, unsigned int s,
 	q->inflight++;
 }
 
+/* A request of slot @s came back with @len used bytes: check it. */
+static void slot_done(unsigned int qn, unsigned int s, uint32_t len)
+{
+	struct slot *sl = (struct slot *)slot_base(qn, s);
+	struct slot_state *st = &sst[qn][s];
+	int bad = sl->resp.response != VIRTIO_SCSI_S_OK ||
+		  sl->resp.status != 0;
+
+	if (!bad && mode == M_VERIFY && !st->writing &&
+	    (len != sizeof(sl->resp) + BS ||
+	     !pattern_check(slot_base(qn, s) + 4096,
+			    (qn * SLOTS + s) * (BS / 512), st->gen)))
+		bad = 1;
+	if (bad && errors < 5)
+		fprintf(stderr, "vhost-io: queue %u slot %u: response %u status %u used %u%s\n",
+			qn, s, sl->resp.response, sl->resp.status, len,
+			mode == M_VERIFY && !st->writing ? " (read-back)" : "");
+	errors += bad;
+}
+
 static void publish_and_kick(struct queue *q)
 {
 	uint64_t one = 1;
@@ -218,50 +301,23 @@ static void publish_and_kick(struct queue *q)
 	kicks++;
 }
 
-/*
- * Ask for SQ/CQ on the control queue (vhost queue 0, started here) for
- * the first @nq request queues; returns the setup status (SQCQ_S_*), or
- * -1 when the device gave another answer.
- */
-static int sqcq_setup(int fd, unsigned int nq)
-{
-	size_t area_off = (size_t)(MAXQ + 1) * RING_BYTES;
-	uint8_t *buf = mem + (size_t)MAXQ * RING_BYTES + 32768;
-	struct sqcq_tmf_req *tmf = (struct sqcq_tmf_req *)buf;
-	struct sqcq_setup_req *req = (struct sqcq_setup_req *)(buf + 24);
-	struct sqcq_setup_in *in = (struct sqcq_setup_in *)(buf + 256);
-	double t0;
+static struct sqcq_setup_in *ctrl_sqcq(uint32_t subtype, uint16_t nq,
+				       uint64_t gpa, uint32_t len,
+				       uint32_t out_len, uint32_t in_len,
+				       void (*tweak)(struct sqcq_setup_req *));
 
-	queue_start(fd, &ctrlq, MAXQ, 0);
-	area = (struct sqcq_area *)(mem + area_off);
+/*
+ * Ask for SQ/CQ for the first @nq request queues, the area at its place
+ * in our memory; returns the setup status (SQCQ_S_*), or -1 when the
+ * device gave another answer.
+ */
+static int sqcq_setup(unsigned int nq)
+{
+	struct sqcq_setup_in *in;
+
 	sqcq_area_init(area, nq);
-	memset(buf, 0, 512);
-	tmf->type = cpu_to_le32(SQCQ_VIRTIO_SCSI_T_TMF);
-	tmf->subtype = cpu_to_le32(SQCQ_TMF_SUBTYPE_SETUP);
-	tmf->lun[0] = 1;
-	req->magic = cpu_to_le32(SQCQ_MAGIC);
-	req->version = cpu_to_le16(SQCQ_VERSION);
-	req->nqueues = cpu_to_le16(nq);
-	req->area_gpa = cpu_to_le64(gpa_of(area));
-	req->area_len = cpu_to_le32(4096);
-	req->flags = cpu_to_le32(SQCQ_F_SQ_POLL | SQCQ_F_CQ_POLL);
-	req->poll_idle_us = cpu_to_le32(1000);
-	ctrlq.desc[0].addr = gpa_of(tmf);
-	ctrlq.desc[0].len = 24 + sizeof(*req);
-	ctrlq.desc[0].flags = VRING_DESC_F_NEXT;
-	ctrlq.desc[0].next = 1;
-	ctrlq.desc[1].addr = gpa_of(in);
-	ctrlq.desc[1].len = sizeof(*in);
-	ctrlq.desc[1].flags = VRING_DESC_F_WRITE;
-	ctrlq.avail->ring[0] = 0;
-	ctrlq.avail_idx = 1;
-	publish_and_kick(&ctrlq);
-	t0 = now();
-	while (__atomic_load_n(&ctrlq.used->idx, __ATOMIC_ACQUIRE) != 1)
-		if (now() - t0 > 10) {
-			fprintf(stderr, "vhost-bench: no answer to the SQ/CQ setup\n");
-			exit(2);
-		}
+	in = ctrl_sqcq(SQCQ_TMF_SUBTYPE_SETUP, nq, gpa_of(area), 4096,
+		       24 + sizeof(struct sqcq_setup_req), sizeof(*in), NULL);
 	if (in->response != VIRTIO_SCSI_S_FUNCTION_SUCCEEDED)
 		return le32_to_cpu(in->resp.magic) == SQCQ_MAGIC ?
 		       le16_to_cpu(in->resp.status) : -1;
@@ -287,34 +343,293 @@ static double now(void)
 	return t.tv_sec + t.tv_nsec / 1e9;
 }
 
+/* Print the debugfs "queues" file of the device this process owns. */
+static void dump_debugfs(void)
+{
+	const char *dir = "/sys/kernel/debug/vhost_scsi_sqcq";
+	char path[512], line[256], want[32];
+	struct dirent *de;
+	DIR *d = opendir(dir);
+
+	if (!d) {
+		printf("debugfs: %s not readable\n", dir);
+		return;
+	}
+	snprintf(want, sizeof(want), "owner: %d\n", getpid());
+	while ((de = readdir(d))) {
+		FILE *f;
+		int mine = 0;
+
+		if (strncmp(de->d_name, "dev", 3))
+			continue;
+		snprintf(path, sizeof(path), "%s/%s/queues", dir, de->d_name);
+		f = fopen(path, "r");
+		if (!f)
+			continue;
+		while (fgets(line, sizeof(line), f)) {
+			if (!strcmp(line, want))
+				mine = 1;
+			if (mine)
+				printf("debugfs: %s", line);
+		}
+		fclose(f);
+		if (mine)
+			break;
+	}
+	closedir(d);
+}
+
+/* ---- SQ/CQ setup checks (-C) ---- */
+
+static int checks_failed;
+
+static void check(int ok, const char *name, const char *fmt, int got)
+{
+	if (ok) {
+		printf("PASS: sqcq setup %s\n", name);
+		return;
+	}
+	printf("FAIL: sqcq setup %s (", name);
+	printf(fmt, got);
+	printf(")\n");
+	checks_failed++;
+}
+
+/*
+ * One setup or teardown request on the control queue; @tweak edits the
+ * request first.  Returns the answer block.  @out_len / @in_len: bytes of
+ * the two descriptors.
+ */
+static struct sqcq_setup_in *ctrl_sqcq(uint32_t subtype, uint16_t nq,
+				       uint64_t gpa, uint32_t len,
+				       uint32_t out_len, uint32_t in_len,
+				       void (*tweak)(struct sqcq_setup_req *))
+{
+	uint8_t *buf = mem + (size_t)MAXQ * RING_BYTES + 32768;
+	struct sqcq_tmf_req *tmf = (struct sqcq_tmf_req *)buf;
+	struct sqcq_setup_req *req = (struct sqcq_setup_req *)(buf + 24);
+	struct sqcq_setup_in *in = (struct sqcq_setup_in *)(buf + 256);
+	uint16_t want = ctrlq.avail_idx + 1;
+	double t0;
+
+	memset(buf, 0, 512);
+	memset(in, 0xee, sizeof(*in));
+	tmf->type = cpu_to_le32(SQCQ_VIRTIO_SCSI_T_TMF);
+	tmf->subtype = cpu_to_le32(subtype);
+	tmf->lun[0] = 1;
+	req->magic = cpu_to_le32(SQCQ_MAGIC);
+	req->version = cpu_to_le16(SQCQ_VERSION);
+	req->nqueues = cpu_to_le16(nq);
+	req->area_gpa = cpu_to_le64(gpa);
+	req->area_len = cpu_to_le32(len);
+	req->flags = cpu_to_le32(SQCQ_F_SQ_POLL | SQCQ_F_CQ_POLL);
+	req->poll_idle_us = cpu_to_le32(1000);
+	if (tweak)
+		tweak(req);
+	ctrlq.desc[0].addr = gpa_of(tmf);
+	ctrlq.desc[0].len = out_len;
+	ctrlq.desc[0].flags = VRING_DESC_F_NEXT;
+	ctrlq.desc[0].next = 1;
+	ctrlq.desc[1].addr = gpa_of(in);
+	ctrlq.desc[1].len = in_len;
+	ctrlq.desc[1].flags = VRING_DESC_F_WRITE;
+	ctrlq.avail->ring[ctrlq.avail_idx % RING] = 0;
+	ctrlq.avail_idx++;
+	publish_and_kick(&ctrlq);
+	t0 = now();
+	while (__atomic_load_n(&ctrlq.used->idx, __ATOMIC_ACQUIRE) != want)
+		if (now() - t0 > 10) {
+			fprintf(stderr, "vhost-io: no answer on the control queue\n");
+			exit(2);
+		}
+	return in;
+}
+
+static int status_of(const struct sqcq_setup_in *in)
+{
+	return le16_to_cpu(in->resp.status);
+}
+
+static void tw_magic(struct sqcq_setup_req *r) { r->magic = 0x12345678; }
+static void tw_version(struct sqcq_setup_req *r) { r->version = cpu_to_le16(9); }
+static void tw_flags0(struct sqcq_setup_req *r) { r->flags = 0; }
+static void tw_flagsx(struct sqcq_setup_req *r) { r->flags = cpu_to_le32(0x80); }
+static void tw_reserved(struct sqcq_setup_req *r) { r->reserved[3] = 1; }
+
+/*
+ * The setup checks: the memory table has two regions split at the page
+ * after the area (region A ends there), so an area over that boundary is
+ * "outside one region" although the user memory behind is contiguous.
+ */
+static void run_checks(int fd, unsigned int nq)
+{
+	uint64_t good = gpa_of(area);
+	uint64_t split = good + 4096;	/* region boundary */
+	const uint32_t full = 24 + sizeof(struct sqcq_setup_req);
+	const uint32_t inl = sizeof(struct sqcq_setup_in);
+	struct vhost_memory *m;
+	struct sqcq_setup_in *in;
+	int st;
+
+	m = calloc(1, sizeof(*m) + 2 * sizeof(m->regions[0]));
+	if (!m)
+		die("calloc");
+	m->nregions = 2;
+	m->regions[0].guest_phys_addr = GPA0;
+	m->regions[0].memory_size = split - GPA0;
+	m->regions[0].userspace_addr = (uintptr_t)mem;
+	m->regions[1].guest_phys_addr = split;
+	m->regions[1].memory_size = mem_size - (split - GPA0);
+	m->regions[1].userspace_addr = (uintptr_t)mem + (split - GPA0);
+	if (ioctl(fd, VHOST_SET_MEM_TABLE, m))
+		die("VHOST_SET_MEM_TABLE (2 regions)");
+	free(m);
+
+	sqcq_area_init(area, nq);
+	in = ctrl_sqcq(SQCQ_TMF_SUBTYPE_SETUP, nq, good, 4096, full, inl, tw_magic);
+	check(status_of(in) == SQCQ_S_BAD_MAGIC &&
+	      in->response == SQCQ_VIRTIO_SCSI_S_FUNCTION_REJECTED,
+	      "bad-magic", "status %d", status_of(in));
+	in = ctrl_sqcq(SQCQ_TMF_SUBTYPE_SETUP, nq, good, 4096, full, inl, tw_version);
+	check(status_of(in) == SQCQ_S_BAD_VERSION, "bad-version", "status %d",
+	      status_of(in));
+	in = ctrl_sqcq(SQCQ_TMF_SUBTYPE_SETUP, nq, good + 64, 4096, full, inl, NULL);
+	check(status_of(in) == SQCQ_S_BAD_ALIGN, "misaligned", "status %d",
+	      status_of(in));
+	in = ctrl_sqcq(SQCQ_TMF_SUBTYPE_SETUP, nq, good, 64, full, inl, NULL);
+	check(status_of(in) == SQCQ_S_BAD_LEN, "too-short", "status %d",
+	      status_of(in));
+	in = ctrl_sqcq(SQCQ_TMF_SUBTYPE_SETUP, nq, good, 1u << 20, full, inl, NULL);
+	check(status_of(in) == SQCQ_S_BAD_LEN, "too-long", "status %d",
+	      status_of(in));
+	in = ctrl_sqcq(SQCQ_TMF_SUBTYPE_SETUP, nq, GPA0 + (1ull << 36), 4096,
+		       full, inl, NULL);
+	check(status_of(in) == SQCQ_S_BAD_ADDR, "outside-memory", "status %d",
+	      status_of(in));
+	in = ctrl_sqcq(SQCQ_TMF_SUBTYPE_SETUP, nq, GPA0 - 4096, 8192, full, inl,
+		       NULL);
+	check(status_of(in) == SQCQ_S_BAD_ADDR, "before-memory", "status %d",
+	      status_of(in));
+	in = ctrl_sqcq(SQCQ_TMF_SUBTYPE_SETUP, nq, good, 8192, full, inl, NULL);
+	check(status_of(in) == SQCQ_S_BAD_ADDR, "straddles-regions",
+	      "status %d", status_of(in));
+	in = ctrl_sqcq(SQCQ_TMF_SUBTYPE_SETUP, nq + 1, good, 4096, full, inl, NULL);
+	check(status_of(in) == SQCQ_S_BAD_QUEUES, "too-many-queues",
+	      "status %d", status_of(in));
+	in = ctrl_sqcq(SQCQ_TMF_SUBTYPE_SETUP, 0, good, 4096, full, inl, NULL);
+	check(status_of(in) == SQCQ_S_BAD_QUEUES, "zero-queues", "status %d",
+	      status_of(in));
+	in = ctrl_sqcq(SQCQ_TMF_SUBTYPE_SETUP, nq, good, 4096, full, inl, tw_flags0);
+	check(status_of(in) == SQCQ_S_BAD_FLAGS, "no-flags", "status %d",
+	      status_of(in));
+	in = ctrl_sqcq(SQCQ_TMF_SUBTYPE_SETUP, nq, good, 4096, full, inl, tw_flagsx);
+	check(status_of(in) == SQCQ_S_BAD_FLAGS, "unknown-flags", "status %d",
+	      status_of(in));
+	in = ctrl_sqcq(SQCQ_TMF_SUBTYPE_SETUP, nq, good, 4096, full, inl,
+		       tw_reserved);
+	check(status_of(in) == SQCQ_S_BAD_REQUEST, "reserved-set", "status %d",
+	      status_of(in));
+	in = ctrl_sqcq(SQCQ_TMF_SUBTYPE_SETUP, nq, good, 4096, 24 + 16, inl, NULL);
+	check(status_of(in) == SQCQ_S_BAD_REQUEST, "truncated", "status %d",
+	      status_of(in));
+	in = ctrl_sqcq(SQCQ_TMF_SUBTYPE_SETUP, nq, good, 4096, full, 8, NULL);
+	check(in->response == SQCQ_VIRTIO_SCSI_S_FUNCTION_REJECTED,
+	      "short-answer-buffer", "response %d", in->response);
+	area->hdr.magic = 0;
+	in = ctrl_sqcq(SQCQ_TMF_SUBTYPE_SETUP, nq, good, 4096, full, inl, NULL);
+	check(status_of(in) == SQCQ_S_BAD_MAGIC, "bad-area-header",
+	      "status %d", status_of(in));
+	sqcq_area_init(area, nq);
+	in = ctrl_sqcq(SQCQ_TMF_SUBTYPE_TEARDOWN, nq, 0, 0, full, inl, NULL);
+	check(status_of(in) == SQCQ_S_NOT_SETUP, "teardown-without-setup",
+	      "status %d", status_of(in));
+
+	in = ctrl_sqcq(SQCQ_TMF_SUBTYPE_SETUP, nq, good, 4096, full, inl, NULL);
+	st = status_of(in);
+	check(st == SQCQ_S_OK &&
+	      in->response == SQCQ_VIRTIO_SCSI_S_FUNCTION_SUCCEEDED &&
+	      le32_to_cpu(in->resp.magic) == SQCQ_MAGIC &&
+	      le16_to_cpu(in->resp.nqueues) == nq &&
+	      le16_to_cpu(in->resp.nthreads) >= 1,
+	      "accepted", "status %d", st);
+	in = ctrl_sqcq(SQCQ_TMF_SUBTYPE_SETUP, nq, good, 4096, full, inl, NULL);
+	check(status_of(in) == SQCQ_S_BUSY, "repeated", "status %d",
+	      status_of(in));
+	in = ctrl_sqcq(SQCQ_TMF_SUBTYPE_TEARDOWN, nq, 0, 0, full, inl, NULL);
+	check(status_of(in) == SQCQ_S_OK &&
+	      in->response == SQCQ_VIRTIO_SCSI_S_FUNCTION_SUCCEEDED,
+	      "teardown", "status %d", status_of(in));
+	check((le16_to_cpu(area->q[0].sq_line.sq.flags) &
+	       (VRING_SQ_F_NEED_WAKEUP | VRING_SQ_F_STOPPED)) ==
+	      (VRING_SQ_F_NEED_WAKEUP | VRING_SQ_F_STOPPED),
+	      "teardown-leaves-need-wakeup", "flags 0x%x",
+	      le16_to_cpu(area->q[0].sq_line.sq.flags));
+	in = ctrl_sqcq(SQCQ_TMF_SUBTYPE_TEARDOWN, nq, 0, 0, full, inl, NULL);
+	check(status_of(in) == SQCQ_S_NOT_SETUP, "teardown-twice", "status %d",
+	      status_of(in));
+	/* Set up again, then a memory table that moves the area: torn down. */
+	sqcq_area_init(area, nq);
+	in = ctrl_sqcq(SQCQ_TMF_SUBTYPE_SETUP, nq, good, 4096, full, inl, NULL);
+	check(status_of(in) == SQCQ_S_OK, "setup-after-teardown", "status %d",
+	      status_of(in));
+	m = calloc(1, sizeof(*m) + sizeof(m->regions[0]));
+	if (!m)
+		die("calloc");
+	m->nregions = 1;
+	m->regions[0].guest_phys_addr = GPA0 + (1ull << 30);
+	m->regions[0].memory_size = mem_size;
+	m->regions[0].userspace_addr = (uintptr_t)mem;
+	if (ioctl(fd, VHOST_SET_MEM_TABLE, m))
+		die("VHOST_SET_MEM_TABLE (moved)");
+	free(m);
+	check((le16_to_cpu(area->q[0].sq_line.sq.flags) & VRING_SQ_F_STOPPED) != 0,
+	      "mem-table-change-tears-down", "flags 0x%x",
+	      le16_to_cpu(area->q[0].sq_line.sq.flags));
+}
+
+static void usage(void)
+{
+	fprintf(stderr, "usage: vhost-io NODE WWPN [-q QUEUES] [-d DEPTH] [-t SECONDS | -n IOS] [-m read|write|verify] [-T TARGET] [-L LUN] [-s] [-i IDLE_US] [-p PAUSE_MS] [-D] [-C]\n");
+	exit(2);
+}
+
 int main(int argc, char **argv)
 {
 	struct vhost_scsi_target t = { 0 };
+	unsigned int nq = 1, depth = 1, i, s;
+	static unsigned int held[MAXQ][SLOTS], nheld[MAXQ];
+	double secs = 5, t0, t1, idle_since = 0, client_idle = 0.001;
+	double pause_ms = 0, pause_at, pause_end = 0;
+	unsigned long long sleeps = 0, max_ios = 0;
+	int fd, use_sqcq = 0, dump = 0, checks = 0, paused = 0, c;
 	struct pollfd pfd[MAXQ];
 	struct vhost_memory *m;
-	unsigned int nq, depth, i, s;
-	int fd, target = 1, lun = 0, write_io, use_sqcq = 0;
-	double secs, t0, t1, idle_since = 0, client_idle = 0.001;
-	unsigned long long sleeps = 0;
 	uint64_t features;
 
-	if (argc < 7) {
-		fprintf(stderr, "usage: vhost-bench NODE WWPN QUEUES DEPTH SECONDS read|write [TARGET [LUN]]\n");
-		return 2;
+	while ((c = getopt(argc, argv, "q:d:t:n:m:T:L:si:p:DC")) != -1) {
+		switch (c) {
+		case 'q': nq = atoi(optarg); break;
+		case 'd': depth = atoi(optarg); break;
+		case 't': secs = atof(optarg); break;
+		case 'n': max_ios = strtoull(optarg, NULL, 0); secs = 3600; break;
+		case 'm':
+			mode = !strcmp(optarg, "write") ? M_WRITE :
+			       !strcmp(optarg, "verify") ? M_VERIFY : M_READ;
+			break;
+		case 'T': target = atoi(optarg); break;
+		case 'L': lun = atoi(optarg); break;
+		case 's': use_sqcq = 1; break;
+		case 'i': client_idle = atof(optarg) / 1e6; break;
+		case 'p': pause_ms = atof(optarg); break;
+		case 'D': dump = 1; break;
+		case 'C': checks = 1; use_sqcq = 1; break;
+		default: usage();
+		}
 	}
-	nq = atoi(argv[3]);
-	depth = atoi(argv[4]);
-	secs = atof(argv[5]);
-	write_io = !strcmp(argv[6], "write");
-	if (argc > 7)
-		target = atoi(argv[7]);
-	if (argc > 8)
-		lun = atoi(argv[8]);
-	use_sqcq = argc > 9 && !strcmp(argv[9], "sqcq");
-	if (getenv("SQCQ_CLIENT_IDLE_US"))
-		client_idle = atof(getenv("SQCQ_CLIENT_IDLE_US")) / 1e6;
+	if (argc - optind != 2)
+		usage();
 	if (!nq || nq > MAXQ || !depth || depth > SLOTS || secs <= 0) {
-		fprintf(stderr, "vhost-bench: QUEUES 1..%d, DEPTH 1..%d\n",
+		fprintf(stderr, "vhost-io: QUEUES 1..%d, DEPTH 1..%d\n",
 			MAXQ, SLOTS);
 		return 2;
 	}
@@ -325,9 +640,9 @@ int main(int argc, char **argv)
 		   MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
 	if (mem == MAP_FAILED)
 		die("mmap");
-	fd = open(argv[1], O_RDWR);
+	fd = open(argv[optind], O_RDWR);
 	if (fd < 0)
-		die(argv[1]);
+		die(argv[optind]);
 	if (ioctl(fd, VHOST_SET_OWNER))
 		die("VHOST_SET_OWNER");
 	if (ioctl(fd, VHOST_GET_FEATURES, &features))
@@ -344,16 +659,24 @@ int main(int argc, char **argv)
 	m->regions[0].userspace_addr = (uintptr_t)mem;
 	if (ioctl(fd, VHOST_SET_MEM_TABLE, m))
 		die("VHOST_SET_MEM_TABLE");
+	free(m);
 	for (i = 0; i < nq; i++)
 		queue_start(fd, &qs[i], i, 2 + i);
-	snprintf(t.vhost_wwpn, sizeof(t.vhost_wwpn), "%s", argv[2]);
+	snprintf(t.vhost_wwpn, sizeof(t.vhost_wwpn), "%s", argv[optind + 1]);
 	if (ioctl(fd, VHOST_SCSI_SET_ENDPOINT, &t))
 		die("VHOST_SCSI_SET_ENDPOINT");
+	queue_start(fd, &ctrlq, MAXQ, 0);
+	area = (struct sqcq_area *)(mem + (size_t)(MAXQ + 1) * RING_BYTES);
+	if (checks) {
+		run_checks(fd, nq);
+		printf("sqcq setup checks: %d failed\n", checks_failed);
+		return checks_failed ? 1 : 0;
+	}
 	if (use_sqcq) {
-		int st = sqcq_setup(fd, nq);
+		int st = sqcq_setup(nq);
 
 		if (st != SQCQ_S_OK) {
-			fprintf(stderr, "vhost-bench: SQ/CQ refused: %s\n",
+			fprintf(stderr, "vhost-io: SQ/CQ refused: %s\n",
 				st < 0 ? "not supported" : sqcq_status_str(st));
 			return 3;
 		}
@@ -369,7 +692,7 @@ int main(int argc, char **argv)
 	srandom(1);
 	for (i = 0; i < nq; i++) {
 		for (s = 0; s < depth; s++)
-			slot_post(&qs[i], i, s, target, lun, write_io);
+			slot_post(&qs[i], i, s);
 		publish_and_kick(&qs[i]);
 		pfd[i].fd = qs[i].call;
 		pfd[i].events = POLLIN;
@@ -377,11 +700,28 @@ int main(int argc, char **argv)
 
 	t0 = now();
 	t1 = t0 + secs;
+	pause_at = pause_ms ? t0 + secs / 2 : 0;
 	for (;;) {
-		int done = now() >= t1;
+		int done = now() >= t1 || (max_ios && ios >= max_ios);
 
+		if (pause_at && !paused && (now() >= pause_at ||
+					    (max_ios && ios >= max_ios / 2))) {
+			paused = 1;
+			pause_end = now() + pause_ms / 1000;
+		}
+		if (paused == 1 && now() >= pause_end) {
+			/* Resume: what the pause held back goes out now. */
+			paused = 2;
+			for (i = 0; i < nq; i++) {
+				for (s = 0; s < nheld[i]; s++)
+					slot_post(&qs[i], i, held[i][s]);
+				if (nheld[i])
+					publish_and_kick(&qs[i]);
+				nheld[i] = 0;
+			}
+		}
 		if (use_sqcq) {
-			/* Spin on the CQ doorbells; after 1 ms idle, sleep. */
+			/* Spin on the CQ doorbells; after the idle time, sleep. */
 			if (!cq_moved(nq)) {
 				if (!idle_since)
 					idle_since = now();
@@ -395,7 +735,7 @@ int main(int argc, char **argv)
 						break;
 				if (i == nq) {
 					sleeps++;
-					if (poll(pfd, nq, 1000) < 0 &&
+					if (poll(pfd, nq, paused == 1 ? 50 : 1000) < 0 &&
 					    errno != EINTR)
 						die("poll");
 				}
@@ -406,7 +746,8 @@ int main(int argc, char **argv)
 			idle_since = 0;
 			for (i = 0; i < nq; i++)
 				qs[i].cq_seen = sqcq_consume_idx(&qs[i].cq->idx);
-		} else if (poll(pfd, nq, 1000) < 0 && errno != EINTR) {
+		} else if (poll(pfd, nq, paused == 1 ? 50 : 1000) < 0 &&
+			   errno != EINTR) {
 			die("poll");
 		}
 		for (i = 0; i < nq; i++) {
@@ -423,18 +764,16 @@ int main(int argc, char **argv)
 				struct vring_used_elem *e =
 					&q->used->ring[q->used_seen % RING];
 				unsigned int sl = e->id / 3;
-				struct slot *p = (struct slot *)slot_base(i, sl);
 
 				q->used_seen++;
 				q->inflight--;
 				ios++;
-				if (p->resp.response != VIRTIO_SCSI_S_OK ||
-				    p->resp.status != 0)
-					errors++;
-				if (!done) {
-					slot_post(q, i, sl, target, lun,
-						  write_io);
+				slot_done(i, sl, e->len);
+				if (!done && paused != 1) {
+					slot_post(q, i, sl);
 					posted++;
+				} else if (!done) {
+					held[i][nheld[i]++] = sl;
 				}
 			}
 			if (posted)
@@ -450,8 +789,10 @@ int main(int argc, char **argv)
 		}
 	}
 	t1 = now();
+	if (dump)
+		dump_debugfs();
 	memset(&t, 0, sizeof(t));
-	snprintf(t.vhost_wwpn, sizeof(t.vhost_wwpn), "%s", argv[2]);
+	snprintf(t.vhost_wwpn, sizeof(t.vhost_wwpn), "%s", argv[optind + 1]);
 	if (ioctl(fd, VHOST_SCSI_CLEAR_ENDPOINT, &t))
 		die("VHOST_SCSI_CLEAR_ENDPOINT");
 	printf("ios=%llu seconds=%.2f iops=%.0f kicks=%llu calls=%llu errors=%llu mode=%s sleeps=%llu\n",

@@ -1,0 +1,126 @@
+#!/bin/bash
+# Runs INSIDE the L1 VM (tests/host/sqcq.sh starts it), as root.
+# Usage: sqcq-inside.sh KO CLIENT
+set -u
+KO=${1:?KO} CLIENT=${2:?CLIENT}
+MOD=vhost_scsi_sqcq
+C=/sys/kernel/config/target
+P=/sys/module/$MOD/parameters
+W=naa.5001405000000d01
+DBG=/sys/kernel/debug/$MOD
+fails=0
+pass() { echo "PASS: sqcq $*"; }
+fail() { echo "FAIL: sqcq $*"; fails=$((fails + 1)); }
+workers() { grep -l '^vhost-sqcq-' /proc/[0-9]*/comm 2>/dev/null | wc -l; }
+# field NAME LINE: the value of NAME=... in a vhost-io result line
+field() { echo "$2" | tr ' ' '\n' | sed -n "s/^$1=//p"; }
+# dbg_sum COLUMN OUTPUT: sum of a column of the request queues (vq >= 2)
+# in the debugfs lines vhost-io -D printed.
+dbg_sum() {
+	echo "$2" | awk -v col="$1" '
+		/^debugfs: vq / { for (i = 2; i <= NF; i++) if ($i == col) c = i }
+		/^debugfs: [0-9]+ / && c && $2 >= 2 { s += $c }
+		END { print s + 0 }'
+}
+dbg_val() { echo "$2" | sed -n "s/^debugfs: $1: //p"; }
+
+mountpoint -q /sys/kernel/debug || mount -t debugfs none /sys/kernel/debug
+modprobe target_core_mod || fail "modprobe target_core_mod"
+if ! insmod "$KO" poll_idle_us=20000; then
+	fail "insmod $KO"
+	exit 1
+fi
+pass "insmod ($(uname -r))"
+mkdir -p $C/core/rd_mcp_0/sq &&
+	echo rd_pages=$((64 << 8)) >$C/core/rd_mcp_0/sq/control &&
+	echo 1 >$C/core/rd_mcp_0/sq/enable &&
+	mkdir -p $C/vhost_sqcq/$W/tpgt_1/lun/lun_0 &&
+	ln -s $C/core/rd_mcp_0/sq $C/vhost_sqcq/$W/tpgt_1/lun/lun_0/sq &&
+	echo naa.5001405000000d02 >$C/vhost_sqcq/$W/tpgt_1/nexus &&
+	pass "target" || fail "target (configfs)"
+
+# 1. Setup checks, good and malformed (PASS/FAIL lines from the client).
+timeout 120 "$CLIENT" /dev/vhost-scsi-sqcq $W -q 4 -C || fails=$((fails + 1))
+
+# 2. sqcq=0 refuses, with its status.
+echo 0 >$P/sqcq
+out=$(timeout 60 "$CLIENT" /dev/vhost-scsi-sqcq $W -s -n 10 2>&1); rc=$?
+[ $rc = 3 ] && echo "$out" | grep -q "disabled on host" &&
+	pass "disabled-refuses" || fail "disabled-refuses (rc $rc: $out)"
+echo 1 >$P/sqcq
+
+# 3. Steady load, SQ/CQ: >= 100000 verified I/Os, notifications per I/O.
+# Under TCG a request takes milliseconds and the pollers share two vCPUs
+# with the target core's workers, so the idle timeout that keeps both
+# pollers awake through the load is 200 ms here (1 ms on real hardware).
+echo 200000 >$P/poll_idle_us
+out=$(timeout 600 "$CLIENT" /dev/vhost-scsi-sqcq $W -s -q 4 -d 8 -m verify \
+	-n 100000 -i 200000 -D 2>&1); rc=$?
+echo 20000 >$P/poll_idle_us
+res=$(echo "$out" | grep '^ios=')
+echo "  $res"
+ios=$(field ios "$res")
+[ $rc = 0 ] && [ "${ios:-0}" -ge 100000 ] && [ "$(field errors "$res")" = 0 ] &&
+	pass "verify-100k ($ios I/Os, 0 errors)" ||
+	fail "verify-100k (rc $rc: $(echo "$out" | tail -3 | tr '\n' ' '))"
+req=$(dbg_sum requests "$out") kk=$(dbg_sum kicks "$out")
+cl=$(dbg_sum calls "$out") db=$(dbg_sum doorbells "$out")
+echo "  host counters: requests $req kicks $kk calls $cl doorbells $db sleeps $(dbg_val poll_sleeps "$out")"
+[ "$(dbg_val mode "$out")" = sqcq ] && pass "debugfs-mode-sqcq" ||
+	fail "debugfs-mode-sqcq ($(dbg_val mode "$out"))"
+[ "${req:-0}" -ge 100000 ] && [ "${db:-0}" -gt 0 ] &&
+	awk -v n=$((kk + cl)) -v r="$req" 'BEGIN { exit !(n / r < 0.01) }' &&
+	pass "notifications-per-io ($(awk -v n=$((kk + cl)) -v r="$req" 'BEGIN { printf "%.4f", n / r }') < 0.01)" ||
+	fail "notifications-per-io (requests $req kicks $kk calls $cl)"
+
+# Classic on the same target, for comparison (and correctness).
+out=$(timeout 600 "$CLIENT" /dev/vhost-scsi-sqcq $W -q 4 -d 8 -m verify \
+	-n 20000 -D 2>&1); rc=$?
+res=$(echo "$out" | grep '^ios=')
+req=$(dbg_sum requests "$out") kk=$(dbg_sum kicks "$out") cl=$(dbg_sum calls "$out")
+echo "  classic: $res; host requests $req kicks $kk calls $cl"
+[ $rc = 0 ] && [ "$(dbg_val mode "$out")" = classic ] &&
+	pass "classic-verify ($(field ios "$res") I/Os)" || fail "classic-verify (rc $rc)"
+
+# 4. Idle -> sleep -> kick wakes (poll_idle_us changed at runtime).
+echo 2000 >$P/poll_idle_us
+out=$(timeout 300 "$CLIENT" /dev/vhost-scsi-sqcq $W -s -q 1 -d 2 -m verify \
+	-n 4000 -p 1500 -i 2000 -D 2>&1); rc=$?
+res=$(echo "$out" | grep '^ios=')
+sl=$(dbg_val poll_sleeps "$out") wk=$(dbg_val poll_wakeups "$out")
+echo "  idle run: $res; host sleeps $sl wakeups $wk"
+[ $rc = 0 ] && [ "${sl:-0}" -ge 1 ] && [ "${wk:-0}" -ge 1 ] &&
+	pass "idle-sleep-kick-wakes (sleeps $sl, wakeups $wk)" ||
+	fail "idle-sleep-kick-wakes (rc $rc, sleeps $sl, wakeups $wk)"
+echo 20000 >$P/poll_idle_us
+
+# 5. The client killed while its device polls.
+"$CLIENT" /dev/vhost-scsi-sqcq $W -s -q 2 -d 4 -m write -t 120 >/dev/null 2>&1 &
+pid=$!
+sleep 5
+grep -qs "^mode: sqcq" $DBG/dev*/queues && pass "polling-before-kill" ||
+	fail "polling-before-kill ($(cat $DBG/dev*/queues 2>/dev/null | head -3 | tr '\n' ' '))"
+kill -9 $pid
+wait $pid 2>/dev/null
+for _ in 1 2 3 4 5 6 7 8 9 10; do
+	[ "$(workers)" = 0 ] && break
+	sleep 0.5
+done
+[ "$(workers)" = 0 ] && [ "$(ls $DBG)" = params ] &&
+	pass "killed-while-polled-released" ||
+	fail "killed-while-polled-released (workers $(workers), debugfs $(ls $DBG | tr '\n' ' '))"
+
+# Logs: one negotiation line per setup, refusals rate-limited, no oops.
+n=$(dmesg | grep -c "SQ/CQ negotiated")
+[ "$n" -ge 3 ] && pass "negotiation-logged ($n)" || fail "negotiation-logged ($n)"
+[ "$(dmesg | grep -c "$MOD: ")" -lt 300 ] && pass "log-bounded" ||
+	fail "log-bounded ($(dmesg | grep -c "$MOD: ") lines)"
+
+# Teardown and unload.
+rm $C/vhost_sqcq/$W/tpgt_1/lun/lun_0/sq
+echo NULL >$C/vhost_sqcq/$W/tpgt_1/nexus
+rmdir $C/vhost_sqcq/$W/tpgt_1/lun/lun_0 $C/vhost_sqcq/$W/tpgt_1 \
+	$C/vhost_sqcq/$W $C/vhost_sqcq
+rmdir $C/core/rd_mcp_0/sq $C/core/rd_mcp_0
+rmmod $MOD && pass "rmmod" || fail "rmmod"
+exit $((fails > 0))
