@@ -6,7 +6,7 @@
 #   tests/run-all.sh                 all stages
 #   tests/run-all.sh unit model      only those stages
 #
-# Stages: unit model matrix vm host guest pkg.  Each installs what it needs.  Downloads
+# Stages: unit model matrix vm host sqcq guest pkg.  Each installs what it needs.  Downloads
 # are cached under $SQCQ_CACHE (default /var/cache/virtio-sqcq).
 set -u
 cd "$(dirname "$0")/.." || exit 1
@@ -14,7 +14,7 @@ ROOT=$(pwd)
 export SQCQ_CACHE=${SQCQ_CACHE:-/var/cache/virtio-sqcq}
 . tests/lib/kernels.sh
 
-ALL_STAGES="unit model matrix vm host guest pkg"
+ALL_STAGES="unit model matrix vm host sqcq guest pkg"
 STAGES=${*:-$ALL_STAGES}
 LOGDIR=$ROOT/out/logs
 mkdir -p "$LOGDIR"
@@ -88,6 +88,7 @@ for stage in $STAGES; do
 	matrix) run_stage matrix tests/matrix.sh ;;
 	vm) run_stage vm vm_stage ;;
 	host) run_stage host per_kernel tests/host/run.sh ;;
+	sqcq) run_stage sqcq per_kernel tests/host/sqcq.sh ;;
 	guest) run_stage guest per_kernel tests/guest/run.sh ;;
 	pkg) run_stage pkg tests/pkg/run.sh ;;
 	*) echo "FAIL: unknown stage $stage"; failed=$((failed + 1)) ;;
