@@ -180,6 +180,9 @@ struct sqcq_dev {
 	/* SQ/CQ (DESIGN 4): the doorbell area and its poll thread. */
 	struct sqcq_area *area;		/* NULL: classic */
 	size_t area_bytes;
+	/* An area the device may still use (unanswered or odd setup). */
+	void *stale_area;
+	size_t stale_bytes;
 	struct task_struct *poller;
 	int poll_bound_gen;		/* poll thread only */
 	u64 poll_sleeps, poll_wakeups;	/* poll thread, racy reads */
@@ -1471,8 +1474,10 @@ static void sqcq_sqcq_setup(struct sqcq_dev *dev)
 			     SQCQ_SETUP_TIMEOUT);
 	if (ret == -ETIMEDOUT) {
 		/* It may still act on the request: the area stays ours. */
-		dev_warn(&vdev->dev, "SQ/CQ setup not answered in %u s; classic mode (%zu bytes kept for the device)\n",
+		dev_warn(&vdev->dev, "SQ/CQ setup not answered in %u s; classic mode (%zu bytes kept for the device until it is reset)\n",
 			 SQCQ_SETUP_TIMEOUT / HZ, bytes);
+		dev->stale_area = area;
+		dev->stale_bytes = bytes;
 		return;
 	}
 	if (ret) {
@@ -1481,8 +1486,10 @@ static void sqcq_sqcq_setup(struct sqcq_dev *dev)
 	}
 	why = sqcq_setup_answer(dev, &tmf->resp.sqcq, &attached);
 	if (why && attached) {
-		dev_warn(&vdev->dev, "SQ/CQ not used (%s); classic mode (%zu bytes kept for the device)\n",
+		dev_warn(&vdev->dev, "SQ/CQ not used (%s); classic mode (%zu bytes kept for the device until it is reset)\n",
 			 why, bytes);
+		dev->stale_area = area;
+		dev->stale_bytes = bytes;
 		kfree(tmf);
 		return;
 	}
@@ -1551,6 +1558,10 @@ static void sqcq_sqcq_stop(struct sqcq_dev *dev)
 	if (dev->area) {
 		free_pages_exact(dev->area, dev->area_bytes);
 		dev->area = NULL;
+	}
+	if (dev->stale_area) {
+		free_pages_exact(dev->stale_area, dev->stale_bytes);
+		dev->stale_area = NULL;
 	}
 }
 

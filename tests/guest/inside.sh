@@ -1,12 +1,16 @@
 #!/bin/bash
 # Guest-module test, run INSIDE the test VM (tests/guest/run.sh boots it) as
 # root, with a QEMU virtio-scsi-pci (num_queues=4) carrying two scsi-hd
-# disks (target 0 and 1, LUN 0).  Prints one PASS:/FAIL: line per check.
+# disks (target 0 and 1, LUN 0) and, with SQCQ_GUEST_EIO_DISK=T, a third
+# one at target T whose QEMU blkdebug layer fails reads of the 4 KiB block
+# at 1 MiB and writes of the 4 KiB block at 2 MiB with EIO (run.sh sets it
+# up).  Prints one PASS:/FAIL: line per check.
 #
 # Usage: inside.sh KO
 #   KO: path of virtio_scsi_sqcq.ko built for the running kernel
 # Environment: SQCQ_RESULTS (host-visible directory; hotplug requests are
-# written there for run.sh, which drives the QEMU monitor).
+# written there for run.sh, which drives the QEMU monitor),
+# SQCQ_GUEST_MONITOR=1 (run the monitor-driven parts), SQCQ_GUEST_EIO_DISK.
 set -u
 KO=${1:?KO}
 MOD=virtio_scsi_sqcq
@@ -14,6 +18,10 @@ DBG=/sys/kernel/debug/$MOD
 DRV=/sys/bus/virtio/drivers/$MOD
 fails=0
 k=$(uname -r)
+EIO_T=${SQCQ_GUEST_EIO_DISK:-}
+# Disks present at bind: targets 0 and 1, plus the error-injecting one.
+NDISKS=2
+[ -n "$EIO_T" ] && NDISKS=3
 
 pass() { echo "PASS: guest $k $*"; }
 fail() { echo "FAIL: guest $k $*"; fails=$((fails + 1)); }
@@ -77,11 +85,11 @@ queue_sum() {
 		"$DBG/$VDEV/queues"
 }
 info() { awk -v k="$1:" '$1 == k { print $2 }' "$DBG/$VDEV/info"; }
-# bind_ours: load the module (params in $@) and wait for both disks.
+# bind_ours: load the module (params in $@) and wait for all disks.
 bind_ours() {
 	insmod "$KO" "$@" || return 1
 	[ -e "$DRV/$VDEV" ] || return 1
-	wait_for 30 has_disks 2
+	wait_for 30 has_disks $NDISKS
 }
 fio_verify() {	# fio_verify NAME ENGINE DEV SIZE [extra fio args]
 	local name=$1 engine=$2 dev=$3 size=$4
@@ -109,7 +117,7 @@ check "in-tree-virtio_scsi-not-bound" [ ! -e /sys/bus/virtio/drivers/virtio_scsi
 # ---- 2. bind ours with two poll queues ------------------------------
 log "section 2: bind ours with two poll queues"
 check "bind poll_queues=2" bind_ours poll_queues=2
-check "disks-visible ($(our_disks | tr '\n' ' '))" [ "$(ndisks)" = 2 ]
+check "disks-visible ($(our_disks | tr '\n' ' '))" [ "$(ndisks)" = $NDISKS ]
 check "debugfs-device-dir" test -r "$DBG/$VDEV/queues" -a -r "$DBG/$VDEV/info"
 check "debugfs-params-still-there" grep -q '^poll_queues: 2$' "$DBG/params"
 check "queues: 4 request = 2 interrupt + 2 poll" bash -c \
@@ -156,8 +164,78 @@ check "poll-queues-completed-io ($pc)" [ "$pc" -ge 1000 ]
 check "poll-queues-zero-interrupts" [ "$(queue_sum poll 6)" = 0 ]
 check "poll-queues-polled" [ "$(queue_sum poll 7)" -gt 0 ]
 
-# ---- 5. QEMU monitor: hotplug (event queue), throttling (error handling) ---
-log "section 5: QEMU monitor: hotplug (event queue), throttling (error handling)"
+# ---- 5. injected I/O errors reach fio as EIO, the driver stays usable ---
+# The disk at target $EIO_T fails (in QEMU's blkdebug layer, on every try)
+# reads of [1 MiB, +4 KiB) and writes of [2 MiB, +4 KiB); QEMU answers a
+# CHECK CONDITION, the SCSI midlayer retries and then fails the request.
+# Neither the driver nor error handling may turn that into anything else
+# (no abort, no reset, no offline disk, no malformed completion).
+if [ -n "$EIO_T" ]; then
+	log "section 5: injected I/O errors reach fio as EIO"
+	BAD_R=1048576 BAD_W=2097152
+	DISK_E=$(our_disks "$EIO_T" | head -n 1)
+	sde=${DISK_E#/dev/}
+	check "eio-disk-node ($DISK_E)" disk_ready "$DISK_E"
+	e0=$(dmesg | wc -l)
+	eio_log() { dmesg | tail -n +$((e0 + 1)); }
+	# fio_eio NAME RW ENGINE OFFSET SIZE [fio args]: a fio run that must
+	# end with EIO on the bad block at BAD (read or write, by RW).
+	fio_eio() {
+		local name=$1 rw=$2 engine=$3 off=$4 size=$5 bad r
+		shift 5
+		case $rw in *read*) bad=$BAD_R ;; *) bad=$BAD_W ;; esac
+		timeout 120 fio --name="$name" --filename="$DISK_E" \
+			--ioengine="$engine" --direct=1 --rw="$rw" --bs=4k \
+			--offset="$off" --size="$size" "$@" >"/tmp/fio-$name.log" 2>&1
+		r=$?
+		log "$name: fio status $r: $(grep -m1 'io_u error' "/tmp/fio-$name.log")"
+		if [ $r = 0 ] || [ $r = 124 ] ||
+			! grep -q "Input/output error: [a-z]* offset=$bad," "/tmp/fio-$name.log" ||
+			! grep -Eq 'err= *5 ' "/tmp/fio-$name.log"; then
+			tail -n 15 "/tmp/fio-$name.log" >&2
+			return 1
+		fi
+	}
+	# Sequential 4 KiB reads/writes from 4 KiB before the bad block to
+	# 8 KiB after it: the first request after the good one fails.
+	check "fio-read-eio (libaio, interrupt queue)" \
+		fio_eio eio-read read libaio $((BAD_R - 4096)) 16k --iodepth=1
+	check "fio-write-eio (libaio, interrupt queue)" \
+		fio_eio eio-write write libaio $((BAD_W - 4096)) 16k --iodepth=1
+	# The failing command among 31 good ones in flight (random order over
+	# 4 MiB, each block once: the bad one comes up exactly once).
+	check "fio-randread-qd32-eio (libaio, among 31 in flight)" \
+		fio_eio eio-qd32 randread libaio 0 4m --iodepth=32
+	pc0=$(queue_sum poll 8)
+	check "fio-read-eio (io_uring --hipri, poll queue)" \
+		fio_eio eio-hipri read io_uring $((BAD_R - 4096)) 16k --iodepth=1 --hipri=1
+	check "eio-hipri-completed-on-poll-queues" [ $(($(queue_sum poll 8) - pc0)) -ge 2 ]
+	check "eio-poll-queues-zero-interrupts" [ "$(queue_sum poll 6)" = 0 ]
+	eio_log | grep -E "$sde|I/O error" | tail -n 12 >&2
+	check "kernel-log-read-error ($sde sector 2048)" \
+		bash -c "dmesg | tail -n +$((e0 + 1)) | grep -q 'I/O error, dev $sde, sector 2048 '"
+	check "kernel-log-write-error ($sde sector 4096)" \
+		bash -c "dmesg | tail -n +$((e0 + 1)) | grep -q 'I/O error, dev $sde, sector 4096 '"
+	check "kernel-log-sense-data ($sde)" \
+		bash -c "dmesg | tail -n +$((e0 + 1)) | grep -q '\[$sde\].*Sense Key'"
+	check "eio-no-error-handling (no abort, no reset)" \
+		bash -c "! dmesg | tail -n +$((e0 + 1)) | grep -Eq ' abort$|LUN reset|timed out'"
+	check "eio-disk-still-running" [ "$(cat "/sys/block/$sde/device/state")" = running ]
+	check "eio-no-bad-completions ($(info bad_completions))" [ "$(info bad_completions)" = 0 ]
+	check "io-after-eio-verify (same disk, outside the bad blocks)" \
+		fio_verify eio-good libaio "$DISK_E" 8m --offset=8m
+	check "io-after-eio-verify (other disks, poll queue)" \
+		fio_verify eio-good-a io_uring "$DISK_A" 8m --hipri=1
+	check "io-after-eio-verify (other disks, interrupt queue)" \
+		fio_verify eio-good-b libaio "$DISK_B" 8m
+	check "eio-bad-block-still-fails (the error was not masked)" \
+		fio_eio eio-again read libaio "$BAD_R" 4k --iodepth=1
+	check "eio-kernel-log-clean" \
+		bash -c "! dmesg | tail -n +$((e0 + 1)) | grep -Eq 'Oops|BUG:|WARNING:|Call Trace|general protection'"
+fi
+
+# ---- 6. QEMU monitor: hotplug (event queue), throttling (error handling) ---
+log "section 6: QEMU monitor: hotplug (event queue), throttling (error handling)"
 # monitor_req WHAT: ask run.sh (on the host) to run a monitor command; see
 # watch_monitor there for WHAT.
 monitor_req() {
@@ -167,9 +245,9 @@ monitor_req() {
 }
 if [ -n "${SQCQ_RESULTS:-}" ] && [ "${SQCQ_GUEST_MONITOR:-0}" = 1 ]; then
 	if monitor_req add; then
-		check "hotplug-add-lun (event queue)" wait_for 30 has_disks 3
+		check "hotplug-add-lun (event queue)" wait_for 30 has_disks $((NDISKS + 1))
 		monitor_req del
-		check "hotplug-remove-lun (event queue)" wait_for 30 disks_eq 2
+		check "hotplug-remove-lun (event queue)" wait_for 30 disks_eq $NDISKS
 	else
 		fail "hotplug (host did not answer)"
 	fi
@@ -202,8 +280,8 @@ if [ -n "${SQCQ_RESULTS:-}" ] && [ "${SQCQ_GUEST_MONITOR:-0}" = 1 ]; then
 	fi
 fi
 
-# ---- 6. unbind under I/O, bind again --------------------------------
-log "section 6: unbind under I/O, bind again"
+# ---- 7. unbind under I/O, bind again --------------------------------
+log "section 7: unbind under I/O, bind again"
 base=$(($(queue_sum irq 4) + $(queue_sum poll 4)))
 fio --name=busy --filename="$DISK_A" --ioengine=libaio --direct=1 \
 	--rw=randrw --bs=4k --iodepth=32 --time_based --runtime=60 \
@@ -217,13 +295,13 @@ check "fio-ends-after-unbind" wait_for 60 bash -c "! kill -0 $p 2>/dev/null"
 wait $p 2>/dev/null
 check "debugfs-device-dir-gone" [ ! -e "$DBG/$VDEV" ]
 echo "$VDEV" >"$DRV/bind"
-check "rebind" wait_for 30 has_disks 2
+check "rebind" wait_for 30 has_disks $NDISKS
 DISK_A=$(our_disks 0 | head -n 1)
 check "rebind-disk-node" disk_ready "$DISK_A"
 check "io-after-rebind" fio_verify rebind libaio "$DISK_A" 16m
 
-# ---- 7. rmmod under I/O ---------------------------------------------
-log "section 7: rmmod under I/O"
+# ---- 8. rmmod under I/O ---------------------------------------------
+log "section 8: rmmod under I/O"
 # Whether an open disk pins the module depends on the kernel; both outcomes
 # must be clean: refused (the I/O goes on and verifies) or the host goes away
 # under the I/O (fio fails and ends, no hang, nothing in the kernel log).
@@ -250,8 +328,8 @@ check "module-gone" [ ! -d /sys/module/$MOD ]
 check "debugfs-dir-gone-after-rmmod" [ ! -e "$DBG" ]
 check "device-unbound-after-rmmod" [ -z "$(our_host)" ]
 
-# ---- 8. no poll queues: everything on interrupts --------------------
-log "section 8: no poll queues: everything on interrupts"
+# ---- 9. no poll queues: everything on interrupts --------------------
+log "section 9: no poll queues: everything on interrupts"
 check "bind poll_queues=0" bind_ours
 check "queues: 2 interrupt, 0 poll" bash -c \
 	"[ '$(info interrupt_queues)' = 2 ] && [ '$(info poll_queues)' = 0 ]"

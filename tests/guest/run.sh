@@ -3,15 +3,20 @@
 #
 # The guest module (virtio_scsi_sqcq) against QEMU's own userspace
 # virtio-scsi: boots the test VM (tests/vm/run.sh) with
-#   -device virtio-scsi-pci,num_queues=4 and two scsi-hd disks (target 0
-#   and 1) backed by sparse files under /tmp,
+#   -device virtio-scsi-pci,num_queues=4 and three scsi-hd disks backed by
+#   sparse files under /tmp: target 0 and 1 plain, target 3 through QEMU's
+#   blkdebug driver, which fails every read of the 4 KiB block at 1 MiB
+#   and every write of the 4 KiB block at 2 MiB with EIO (werror=report,
+#   rerror=report: the guest gets a CHECK CONDITION),
 # the in-tree virtio_scsi blacklisted, and runs tests/guest/inside.sh there:
 # bind, fio crc32c verification with libaio and io_uring (512 B .. 1 MiB),
 # io_uring --hipri on two poll queues proven by the debugfs counters (I/O
-# completed there, 0 interrupts), LUN hotplug/unplug through the QEMU
-# monitor (event queue), a throttled disk that outlives the SCSI timeout
-# (abort TMFs on the control queue), unbind under I/O and rebind, rmmod
-# under I/O.  --no-monitor skips the monitor-driven parts.
+# completed there, 0 interrupts), injected I/O errors reaching fio as EIO
+# on interrupt and poll queues with the driver staying usable, LUN
+# hotplug/unplug through the QEMU monitor (event queue), a throttled disk
+# that outlives the SCSI timeout (abort TMFs on the control queue), unbind
+# under I/O and rebind, rmmod under I/O.  --no-monitor skips the
+# monitor-driven parts.
 #
 # The module comes from out/<abi>/guest/ (tests/matrix.sh ID builds it) or
 # --ko. Prints PASS:/FAIL: lines; exit status 0 when all passed.
@@ -59,9 +64,29 @@ cleanup() {
 }
 trap cleanup EXIT
 mkdir -p "$work/results"
-for d in 0 1 2; do
+# The VM loads its own copy (seen at $SQCQ_RESULTS there), taken while no
+# tests/matrix.sh runs (it holds out/.matrix.lock and rewrites out/<abi>/ in
+# place; an insmod of a half-written module fails).
+if [ -e out/.matrix.lock ]; then
+	exec 7<out/.matrix.lock
+	flock -s -w 1800 7 || echo "guest-test: out/.matrix.lock still held; copying anyway" >&2
+fi
+cp "$ko" "$work/results/virtio_scsi_sqcq.ko"
+exec 7<&-
+for d in 0 1 2 3; do
 	truncate -s 1G "$work/disk$d.img"
 done
+# Disk 3's bad blocks (blkdebug sectors are 512 B; a rule fails any request
+# that covers its sector, on every try: once=off).  inside.sh knows these
+# offsets: reads of [1 MiB, 1 MiB + 4 KiB), writes of [2 MiB, 2 MiB + 4 KiB).
+{
+	for s in $(seq 2048 2055); do
+		printf '[inject-error]\nevent = "read_aio"\niotype = "read"\nerrno = "5"\nsector = "%d"\nonce = "off"\n\n' "$s"
+	done
+	for s in $(seq 4096 4103); do
+		printf '[inject-error]\nevent = "write_aio"\niotype = "write"\nerrno = "5"\nsector = "%d"\nonce = "off"\n\n' "$s"
+	done
+} >"$work/blkdebug.conf"
 
 # monitor COMMAND: one human-monitor command on the VM's socket.
 monitor() {
@@ -122,6 +147,9 @@ done
 for d in 0 1; do
 	qargs+=(--qemu-arg -device --qemu-arg "scsi-hd,drive=d$d,bus=scsi0.0,scsi-id=$d,lun=0")
 done
+# raw (emits the read_aio/write_aio events) over blkdebug over the file.
+qargs+=(--qemu-arg -drive --qemu-arg "if=none,id=d3,format=raw,cache=writeback,file.driver=blkdebug,file.config=$work/blkdebug.conf,file.image.driver=file,file.image.filename=$work/disk3.img"
+	--qemu-arg -device --qemu-arg "scsi-hd,drive=d3,bus=scsi0.0,scsi-id=3,lun=0,werror=report,rerror=report")
 
 if [ "$hotplug" = 1 ]; then
 	watch_monitor &
@@ -130,6 +158,6 @@ fi
 rc=0
 tests/vm/run.sh --kernel "$id" --smp 2 --mem 1024 --timeout "$timeout_s" \
 	--append " modprobe.blacklist=virtio_scsi" --results "$work/results" \
-	--env "SQCQ_GUEST_MONITOR=$hotplug" "${qargs[@]}" \
-	-- tests/guest/inside.sh "$ko" || rc=$?
+	--env "SQCQ_GUEST_MONITOR=$hotplug" --env SQCQ_GUEST_EIO_DISK=3 "${qargs[@]}" \
+	-- tests/guest/inside.sh /run/sqcq/out/virtio_scsi_sqcq.ko || rc=$?
 exit "$rc"
