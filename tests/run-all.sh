@@ -6,7 +6,7 @@
 #   tests/run-all.sh                 all stages
 #   tests/run-all.sh unit model      only those stages
 #
-# Stages: unit model matrix vm host sqcq guest pkg.  Each installs what it needs.  Downloads
+# Stages: unit model matrix vm host sqcq guest e2e pkg.  Each installs what it needs.  Downloads
 # are cached under $SQCQ_CACHE (default /var/cache/virtio-sqcq).
 set -u
 cd "$(dirname "$0")/.." || exit 1
@@ -14,7 +14,7 @@ ROOT=$(pwd)
 export SQCQ_CACHE=${SQCQ_CACHE:-/var/cache/virtio-sqcq}
 . tests/lib/kernels.sh
 
-ALL_STAGES="unit model matrix vm host sqcq guest pkg"
+ALL_STAGES="unit model matrix vm host sqcq guest e2e pkg"
 STAGES=${*:-$ALL_STAGES}
 LOGDIR=$ROOT/out/logs
 mkdir -p "$LOGDIR"
@@ -80,6 +80,23 @@ per_kernel() {
 	return $rc
 }
 
+# Nested end to end with unmodified QEMU (tests/e2e/run.sh, kernel 6.1): our
+# guest driver against the in-tree vhost_scsi, our host with the in-tree
+# guest driver under the in-tree names (takeover=1: by vhostfd and by plain
+# wwpn=), and both of ours (SQ/CQ negotiated).  The last runs the guest
+# poller with poll_idle_us=0: with a spinning guest poller the nested guest
+# (KVM inside TCG's emulated SVM) has been seen to reset itself mid-run,
+# unexplained so far; the completion side of SQ/CQ is counted by the sqcq
+# stage instead.
+e2e_stage() {
+	local rc=0
+	tests/e2e/run.sh --kernel 6.1 --host intree --guest sqcq || rc=1
+	tests/e2e/run.sh --kernel 6.1 --host takeover --guest intree || rc=1
+	E2E_GUEST_PARAMS=poll_idle_us=0 \
+		tests/e2e/run.sh --kernel 6.1 --host sqcq --guest sqcq || rc=1
+	return $rc
+}
+
 total_start=$(date +%s)
 for stage in $STAGES; do
 	case $stage in
@@ -90,6 +107,7 @@ for stage in $STAGES; do
 	host) run_stage host per_kernel tests/host/run.sh ;;
 	sqcq) run_stage sqcq per_kernel tests/host/sqcq.sh ;;
 	guest) run_stage guest per_kernel tests/guest/run.sh ;;
+	e2e) run_stage e2e e2e_stage ;;
 	pkg) run_stage pkg tests/pkg/run.sh ;;
 	*) echo "FAIL: unknown stage $stage"; failed=$((failed + 1)) ;;
 	esac

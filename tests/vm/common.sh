@@ -49,6 +49,20 @@ sqcq_vm_install_deps() {
 		sqcq_die "apt-get install ${missing[*]} failed"
 }
 
+# qboot: a minimal BIOS that boots the kernel straight from fw_cfg (Debian's
+# qemu-system-data); nested guests use it when present.
+# shellcheck disable=SC2034 # used by run.sh
+SQCQ_VM_QBOOT=/usr/share/qemu/qboot.rom
+
+# sqcq_vm_kvm_ready: /dev/kvm is usable, after loading the KVM module for this
+# CPU if needed (inside a test VM: L1's CPU model has SVM with NPT).
+sqcq_vm_kvm_ready() {
+	if ! [ -c /dev/kvm ]; then
+		modprobe -q kvm_amd 2>/dev/null || modprobe -q kvm_intel 2>/dev/null
+	fi
+	[ -c /dev/kvm ] && [ -r /dev/kvm ] && [ -w /dev/kvm ]
+}
+
 # The cache directory of a kernel ABI.
 sqcq_vm_kdir() { echo "$SQCQ_CACHE/kimage/$1"; }
 

@@ -58,8 +58,10 @@ smp=2 mem=2048 timeout_s=600 append="" results="" cwd="$SQCQ_REPO" bzimage=0
 # Nested guests (nested.sh): DESIGN §6 tuning, plus acpi=off (ACPI table
 # interpretation and PCI link setup cost minutes under TCG inside TCG; PCI
 # works through the BIOS tables and MSI-X, and the guest leaves by reboot).
+# pci=noearly: no early PCI config scans (AGP aperture probing), each access
+# is a VM exit.
 if [ "${SQCQ_VM_NESTED:-0}" = 1 ]; then
-	smp=1 mem=256 append=" acpi=off"
+	smp=1 mem=256 append=" acpi=off pci=noearly"
 fi
 qemu_extra=() envs=()
 while [ $# -gt 0 ]; do
@@ -81,6 +83,33 @@ while [ $# -gt 0 ]; do
 done
 [ $# -gt 0 ] || usage
 [[ "$timeout_s" =~ ^[0-9]+$ ]] || sqcq_die "--timeout needs seconds"
+
+# ---- accelerator, CPU, firmware ----------------------------------------------
+# L1 runs under TCG (no KVM here) with qemu64 plus NPT: TCG emulates SVM with
+# nested paging, so L1 can run KVM for L2 (see DESIGN §6 and nested.sh).
+# Nested guests use KVM when L1 has it (SQCQ_VM_NESTED_ACCEL=auto, the
+# default; kvm: required; tcg: never), QEMU falling back to TCG by itself if
+# KVM cannot start, and qboot instead of SeaBIOS (both: boot time).
+accel=tcg
+vm_machine=(-accel tcg)
+if [ "${SQCQ_VM_NESTED:-0}" = 1 ]; then
+	case "${SQCQ_VM_NESTED_ACCEL:-auto}" in
+	tcg) ;;
+	auto) sqcq_vm_kvm_ready && accel=kvm ;;
+	kvm)
+		sqcq_vm_kvm_ready || sqcq_die "SQCQ_VM_NESTED_ACCEL=kvm: no usable /dev/kvm"
+		accel=kvm
+		;;
+	*) sqcq_die "SQCQ_VM_NESTED_ACCEL: auto, kvm or tcg" ;;
+	esac
+	# -cpu max: what L1's KVM offers (TSC deadline timer, no CPUID-exiting
+	# alternatives fix-ups at boot); the TCG fallback takes it as well.
+	[ "$accel" = kvm ] && vm_machine=(-accel kvm -accel tcg -cpu max)
+	[ -f "$SQCQ_VM_QBOOT" ] && vm_machine+=(-bios "$SQCQ_VM_QBOOT")
+elif ! sqcq_in_vm; then
+	# shellcheck disable=SC2054 # one QEMU option value
+	vm_machine+=(-cpu qemu64,+npt)
+fi
 
 # ---- kernel, initramfs, host prerequisites ----------------------------------
 sqcq_vm_install_deps
@@ -146,7 +175,7 @@ results=$(cd "$results" && pwd)
 p9opts="security_model=none,multidevs=remap"
 # shellcheck disable=SC2054 # commas belong to QEMU option values
 qemu=(
-	qemu-system-x86_64 -accel tcg -nodefaults -nographic -monitor none
+	qemu-system-x86_64 "${vm_machine[@]}" -nodefaults -nographic -monitor none
 	-no-reboot -smp "$smp" -m "$mem"
 	-kernel "$kimg" -initrd "$initrd"
 	-append "console=ttyS0 quiet panic=-1 mitigations=off cryptomgr.notests=1 \
@@ -202,6 +231,6 @@ if [ -n "$reason" ] || [ "$rc" != 0 ]; then
 	echo "----"
 fi
 started=$(cat "$ctl/uptime-start" 2>/dev/null || echo "?")
-sqcq_log "kernel $abi (L$depth): command started at ${started}s guest uptime;" \
+sqcq_log "kernel $abi (L$depth, $accel): command started at ${started}s guest uptime;" \
 	"VM wall $(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }')s; status $rc"
 exit "$rc"

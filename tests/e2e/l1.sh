@@ -1,0 +1,159 @@
+#!/bin/bash
+# End-to-end test, L1 part: runs inside the VM that tests/e2e/run.sh boots.
+# Loads the host backend, builds an LIO target on ramdisks through configfs
+# (tests/lib/target.sh), opens the backend's device node and starts the L2
+# guest (tests/vm/nested.sh) with an unmodified QEMU
+#   -device vhost-scsi-pci,wwpn=A,vhostfd=N        (both backends)
+#   -device vhost-scsi-pci,wwpn=B                  (intree only: QEMU opens
+#                                                   /dev/vhost-scsi itself)
+# where tests/e2e/l2.sh binds the guest driver and verifies data.  While L2
+# runs, answers its LUN hotplug requests (files in L2's results directory).
+# Afterwards tears the target down and unloads the backend.
+#
+# Usage: l1.sh HOST GUEST
+#   HOST   intree (modprobe vhost_scsi, fabric vhost, /dev/vhost-scsi),
+#          sqcq (out/<abi>/host/vhost_scsi_sqcq.ko, fabric vhost_sqcq,
+#          /dev/vhost-scsi-sqcq) or takeover (ours with takeover=1: fabric
+#          vhost, /dev/vhost-scsi; a second device without vhostfd)
+#   GUEST  intree or sqcq (see l2.sh)
+# Environment: E2E_L2_TIMEOUT (s), E2E_FIO_SIZE, E2E_MIN_IOS, E2E_HOTPLUG,
+# E2E_L2_APPEND (more L2 kernel arguments).
+set -u
+HOST=${1:?HOST}
+GUEST=${2:?GUEST}
+LABEL="$HOST/$GUEST"
+ROOT=$(pwd)
+OUT=$ROOT/out/$SQCQ_ABI
+fails=0
+t_mark=$SECONDS
+
+# shellcheck source=tests/lib/target.sh
+. "$ROOT/tests/lib/target.sh"
+
+pass() { echo "PASS: e2e $LABEL $*"; }
+fail() { echo "FAIL: e2e $LABEL $*"; fails=$((fails + 1)); }
+log() { echo "e2e-l1: [${SECONDS}s] $*" >&2; }
+phase() {
+	echo "e2e-time: L1 $1 $((SECONDS - t_mark))s" >&2
+	t_mark=$SECONDS
+}
+# The end: a summary line on stderr and the status.
+finish() {
+	echo "e2e-l1: $fails failed" >&2
+	[ "$fails" = 0 ]
+	exit
+}
+
+WWPN_A=naa.5001405e2e000001
+WWPN_B=naa.5001405e2e000002
+TPGT=1
+SLOT_A=08 SLOT_B=09
+
+# ---- 1. host backend ---------------------------------------------------------
+case "$HOST" in
+intree)
+	FABRIC=vhost NODE=/dev/vhost-scsi MOD=vhost_scsi
+	err=$(modprobe vhost_scsi 2>&1) || { fail "host-load (modprobe vhost_scsi: $err)"; finish; }
+	;;
+sqcq)
+	FABRIC=vhost_sqcq NODE=/dev/vhost-scsi-sqcq MOD=vhost_scsi_sqcq
+	# insmod resolves no dependencies: the target core first.
+	modprobe target_core_mod 2>/dev/null
+	err=$(insmod "$OUT/host/vhost_scsi_sqcq.ko" 2>&1) ||
+		{ fail "host-load (insmod $OUT/host/vhost_scsi_sqcq.ko: $err)"; finish; }
+	;;
+takeover)
+	# Ours under the in-tree names: QEMU opens /dev/vhost-scsi itself.
+	FABRIC=vhost NODE=/dev/vhost-scsi MOD=vhost_scsi_sqcq
+	modprobe target_core_mod 2>/dev/null
+	err=$(insmod "$OUT/host/vhost_scsi_sqcq.ko" takeover=1 2>&1) ||
+		{ fail "host-load (insmod $OUT/host/vhost_scsi_sqcq.ko takeover=1: $err)"; finish; }
+	;;
+*) fail "unknown host backend '$HOST' (intree, sqcq or takeover)"; finish ;;
+esac
+if [ -c "$NODE" ]; then pass "host-load ($MOD, $NODE)"; else fail "host-load (no $NODE)"; finish; fi
+
+# ---- 2. target ---------------------------------------------------------------
+targets=("$WWPN_A")
+[ "$HOST" = sqcq ] || targets+=("$WWPN_B")
+for w in "${targets[@]}"; do
+	if ! err=$(sqcq_target_setup "$FABRIC" "$w" "$TPGT" 1 64 2>&1); then
+		fail "target-setup ($err)"
+		for t in "${targets[@]}"; do sqcq_target_teardown "$FABRIC" "$t" 2>/dev/null; done
+		finish
+	fi
+done
+pass "target-setup ($FABRIC: ${targets[*]}, tpgt_$TPGT, rd_mcp LUN 0)"
+phase "host+target"
+
+# ---- 3. L2 with the hotplug watcher -----------------------------------------
+l2dir=/tmp/e2e-l2
+rm -rf "$l2dir"
+mkdir -p "$l2dir"
+# watch_l2: answer hotplug-{add,del}.req files (LUN 1 on WWPN_A's TPG).
+watch_l2() {
+	local what ans
+	while sleep 0.5; do
+		for what in add del; do
+			[ -e "$l2dir/hotplug-$what.req" ] || continue
+			rm -f "$l2dir/hotplug-$what.req"
+			sleep 1 # let L2 start watching before the event goes out
+			if [ "$what" = add ]; then
+				ans=$(sqcq_target_add_lun "$FABRIC" "$WWPN_A" "$TPGT" 1 16 2>&1) && ans=ok
+			else
+				ans=$(sqcq_target_del_lun "$FABRIC" "$WWPN_A" "$TPGT" 1 2>&1) && ans=ok
+			fi
+			echo "e2e-l1: hotplug $what: $ans" >&2
+			echo "$ans" >"$l2dir/hotplug-$what.tmp"
+			mv "$l2dir/hotplug-$what.tmp" "$l2dir/hotplug-$what.done"
+		done
+	done
+}
+
+# A QEMU whose vhost-scsi has the hotplug property (newer than 7.2) offers
+# VIRTIO_SCSI_F_HOTPLUG with it, and the backend's LUN events reach the guest.
+hp=""
+if qemu-system-x86_64 -device vhost-scsi-pci,help 2>/dev/null | grep -q '^ *hotplug='; then
+	hp=",hotplug=on"
+fi
+qargs=(--qemu-arg -device --qemu-arg "vhost-scsi-pci,wwpn=$WWPN_A,vhostfd=7,addr=0x$SLOT_A$hp")
+slot_b=""
+if [ "$HOST" != sqcq ]; then
+	qargs+=(--qemu-arg -device --qemu-arg "vhost-scsi-pci,wwpn=$WWPN_B,addr=0x$SLOT_B")
+	slot_b=$SLOT_B
+fi
+# No automatic SCSI scan in L2: vhost-scsi announces 256 targets, probing
+# them all takes minutes nested; l2.sh scans the one it uses.
+append="scsi_mod.scan=manual ${E2E_L2_APPEND:-}"
+[ "$GUEST" = sqcq ] && append="$append modprobe.blacklist=virtio_scsi"
+exec 7<>"$NODE" || { fail "open $NODE"; finish; }
+log "starting L2: ${qargs[*]}"
+watch_l2 &
+watch_pid=$!
+l2rc=0
+"$ROOT/tests/vm/nested.sh" --timeout "${E2E_L2_TIMEOUT:-900}" --results "$l2dir" \
+	--append "$append" "${qargs[@]}" \
+	--env "E2E_SLOT_A=$SLOT_A" --env "E2E_SLOT_B=$slot_b" --env "E2E_TPGT=$TPGT" \
+	--env "E2E_FIO_SIZE=${E2E_FIO_SIZE:-32m}" --env "E2E_MIN_IOS=${E2E_MIN_IOS:-10000}" \
+	--env "E2E_HOTPLUG=${E2E_HOTPLUG:-1}" --env "E2E_HOST=$HOST" \
+	--env "E2E_GUEST_PARAMS=${E2E_GUEST_PARAMS:-}" \
+	-- tests/e2e/l2.sh "$GUEST" "$LABEL" "$OUT/guest/virtio_scsi_sqcq.ko" || l2rc=$?
+exec 7>&-
+kill "$watch_pid" 2>/dev/null
+wait "$watch_pid" 2>/dev/null
+cp -r "$l2dir" "$SQCQ_RESULTS/l2" 2>/dev/null
+if [ "$l2rc" = 0 ]; then pass "l2-run"; else fail "l2-run (nested.sh status $l2rc)"; fi
+phase "L2 (boot+test)"
+
+# ---- 4. teardown, unload -----------------------------------------------------
+tear_ok=1
+for w in "${targets[@]}"; do
+	err=$(sqcq_target_teardown "$FABRIC" "$w" 2>&1) || { tear_ok=0; fail "target-teardown ($err)"; }
+done
+[ "$tear_ok" = 1 ] && [ ! -e "$SQCQ_TARGET_CFS/$FABRIC/$WWPN_A" ] &&
+	pass "target-teardown"
+# The fabric directory holds a reference on the fabric module.
+rmdir "$SQCQ_TARGET_CFS/$FABRIC" 2>/dev/null
+if err=$(rmmod "$MOD" 2>&1); then pass "host-unload ($MOD)"; else fail "host-unload ($err)"; fi
+phase "teardown"
+finish
