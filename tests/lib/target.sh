@@ -78,7 +78,9 @@ _sqcq_target_modules() {
 		{ echo "$SQCQ_TARGET_CFS/core missing (configfs not mounted?)"; return 1; }
 	case "$fabric" in
 	vhost)
-		if ! [ -d /sys/module/vhost_scsi ]; then
+		# Fabric "vhost" is ours when vhost_scsi_sqcq runs with takeover=1.
+		if ! [ -d /sys/module/vhost_scsi ] &&
+		   [ "$(cat /sys/module/vhost_scsi_sqcq/parameters/takeover 2>/dev/null)" != Y ]; then
 			err=$(modprobe vhost_scsi 2>&1) ||
 				{ echo "modprobe vhost_scsi: $err"; return 1; }
 		fi
