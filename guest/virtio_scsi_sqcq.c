@@ -800,7 +800,7 @@ static int sqcq_ctrl_send(struct sqcq_dev *dev, struct sqcq_tmf *tmf,
 		    : -ENODEV;
 	if (!ret) {
 		q->st.requests++;
-		if (virtqueue_kick_prepare(q->vq)) {
+		if (sqcq_vq_kick_needed(q)) {
 			q->st.kicks++;
 			kick = q->vq;
 		}
@@ -934,7 +934,7 @@ static void sqcq_event_post(struct sqcq_event *e)
 		ret = virtqueue_add_inbuf(q->vq, &sg, 1, e, GFP_ATOMIC);
 		if (!ret) {
 			q->st.requests++;
-			if (virtqueue_kick_prepare(q->vq)) {
+			if (sqcq_vq_kick_needed(q)) {
 				q->st.kicks++;
 				kick = q->vq;
 			}
