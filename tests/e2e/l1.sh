@@ -39,10 +39,15 @@ phase() {
 }
 # The end: a summary line on stderr and the status.
 finish() {
+	kill "$hb_pid" 2>/dev/null
 	echo "e2e-l1: $fails failed" >&2
 	[ "$fails" = 0 ]
 	exit
 }
+
+# Heartbeat for run.sh's stall watchdog (it sees the file's mtime change).
+(while :; do echo "$SECONDS" >"$SQCQ_RESULTS/heartbeat"; sleep 10; done) &
+hb_pid=$!
 
 WWPN_A=naa.5001405e2e000001
 WWPN_B=naa.5001405e2e000002
@@ -131,11 +136,15 @@ log "starting L2: ${qargs[*]}"
 watch_l2 &
 watch_pid=$!
 l2rc=0
-"$ROOT/tests/vm/nested.sh" --timeout "${E2E_L2_TIMEOUT:-900}" --results "$l2dir" \
+# scsi_mod and sd_mod load from L2's initramfs: kmod takes ~25 s for them
+# in the nested guest (run.sh builds that initramfs into the shared cache).
+SQCQ_VM_INITRD_EXTRA=${E2E_L2_INITRD_EXTRA:-scsi_mod sd_mod} \
+	"$ROOT/tests/vm/nested.sh" --timeout "${E2E_L2_TIMEOUT:-900}" --results "$l2dir" \
 	--append "$append" "${qargs[@]}" \
 	--env "E2E_SLOT_A=$SLOT_A" --env "E2E_SLOT_B=$slot_b" --env "E2E_TPGT=$TPGT" \
 	--env "E2E_FIO_SIZE=${E2E_FIO_SIZE:-32m}" --env "E2E_MIN_IOS=${E2E_MIN_IOS:-10000}" \
 	--env "E2E_HOTPLUG=${E2E_HOTPLUG:-1}" --env "E2E_HOST=$HOST" \
+	--env "E2E_FIO_TIMEOUT=${E2E_FIO_TIMEOUT:-600}" \
 	--env "E2E_GUEST_PARAMS=${E2E_GUEST_PARAMS:-}" \
 	-- tests/e2e/l2.sh "$GUEST" "$LABEL" "$OUT/guest/virtio_scsi_sqcq.ko" || l2rc=$?
 exec 7>&-

@@ -16,12 +16,19 @@
 #   E2E_MIN_IOS     I/Os (reads + writes) device A must complete at least
 #   E2E_HOTPLUG     1: run the LUN hotplug handshake with L1
 # Prints PASS:/FAIL: lines "e2e LABEL ..."; exit status 0 when all passed.
+#
+# Starting a process costs seconds in a nested guest, so everything that
+# polls uses bash builtins only (no $(...), no sleep, sed, cut, ...), and
+# fio runs twice in all.
 set -u
 GUEST=${1:?GUEST}
 LABEL=${2:?LABEL}
 KO=${3:-}
+SLOT_A=${E2E_SLOT_A:?}
+SLOT_B=${E2E_SLOT_B:-}
+TPGT=${E2E_TPGT:?}
 fails=0
-t_start=$SECONDS
+t_mark=$SECONDS
 
 pass() { echo "PASS: e2e $LABEL $*"; }
 fail() { echo "FAIL: e2e $LABEL $*"; fails=$((fails + 1)); }
@@ -33,109 +40,134 @@ check() {
 log() { echo "e2e-l2: [${SECONDS}s] $*" >&2; }
 # phase NAME: print the wall time since the previous phase mark.
 phase() {
-	echo "e2e-time: L2 $1 $((SECONDS - t_start))s" >&2
-	t_start=$SECONDS
+	echo "e2e-time: L2 $1 $((SECONDS - t_mark))s" >&2
+	t_mark=$SECONDS
 }
-# wait_for SECONDS CMD...: poll CMD until it succeeds, for at most SECONDS
-# of wall time (a poll itself is slow in a nested guest).
+# nap SECONDS: sleep without starting a process (read on a pipe nobody
+# writes to).
+exec {nap_fd}<> <(:)
+nap() { read -r -t "$1" -u "$nap_fd" _; }
+# wait_for SECONDS CMD...: poll CMD until it succeeds, for at most SECONDS.
 wait_for() {
 	local end=$((SECONDS + $1))
 	shift
 	while :; do
 		"$@" && return 0
 		[ "$SECONDS" -lt "$end" ] || return 1
-		sleep 0.5
+		nap 0.5
 	done
 }
 
-# The virtio device under a PCI slot: /sys/bus/pci/devices/.../virtioN.
-vdev_of_slot() {
+# vdev SLOT: REPLY = the virtio device directory under that PCI slot.
+vdev() {
 	local d
+	REPLY=""
 	for d in /sys/bus/pci/devices/0000:00:"$1".0/virtio*; do
-		[ -d "$d" ] && { echo "$d"; return 0; }
+		[ -d "$d" ] && { REPLY=$d; return 0; }
 	done
 	return 1
 }
-driver_of() { basename "$(readlink "$1/driver" 2>/dev/null)" 2>/dev/null; }
-# host_of SLOT: the SCSI host (hostN) of the virtio-scsi device under SLOT.
-host_of() {
-	local v h
-	v=$(vdev_of_slot "$1") || return 1
-	for h in "$v"/host*; do
-		[ -d "$h" ] && { echo "${h##*/}"; return 0; }
-	done
-	return 1
-}
-# scan SLOT [LUN]: ask the SCSI midlayer to scan target $E2E_TPGT (the guest
-# boots with scsi_mod.scan=manual: an automatic scan would probe all 256
-# targets vhost-scsi announces, minutes in a nested guest).
-scan() {
+# scsi_host SLOT: REPLY = its SCSI host (hostN).
+scsi_host() {
 	local h
-	h=$(host_of "$1") || return 1
-	echo "0 $E2E_TPGT ${2:--}" >"/sys/class/scsi_host/$h/scan"
+	vdev "$1" || return 1
+	for h in "$REPLY"/host*; do
+		[ -d "$h" ] && { REPLY=${h##*/}; return 0; }
+	done
+	return 1
 }
-# has_feature SLOT BIT: the virtio device under SLOT negotiated feature BIT.
+# disks SLOT [LUN]: DISKS = /dev paths of the disks of target $TPGT (all
+# LUNs or LUN) under SLOT.
+disks() {
+	local d
+	DISKS=()
+	vdev "$1" || return 0
+	for d in "$REPLY"/host*/target*:0:"$TPGT"/*:0:"$TPGT":"${2:-*}"/block/*; do
+		[ -e "$d" ] && DISKS+=("/dev/${d##*/}")
+	done
+}
+has_disk() { disks "$@"; [ ${#DISKS[@]} -gt 0 ] && [ -b "${DISKS[0]}" ]; }
+no_disk() { disks "$@"; [ ${#DISKS[@]} = 0 ]; }
+# bound SLOT...: each device is bound to $want.
+bound() {
+	local s
+	for s in "$@"; do
+		vdev "$s" || return 1
+		[ -e "/sys/bus/virtio/drivers/$want/${REPLY##*/}" ] || return 1
+	done
+}
+# scan SLOT [LUN]: scan target $TPGT of that host. The guest boots with
+# scsi_mod.scan=manual: the automatic scan would probe all 256 targets
+# vhost-scsi announces, minutes in a nested guest.
+scan() {
+	scsi_host "$1" || return 1
+	echo "0 $TPGT ${2:--}" >"/sys/class/scsi_host/$REPLY/scan"
+}
+# has_feature SLOT BIT: the virtio device negotiated feature BIT.
 has_feature() {
-	local v f
-	v=$(vdev_of_slot "$1") || return 1
-	f=$(cat "$v/features" 2>/dev/null)
+	local f
+	vdev "$1" || return 1
+	read -r f <"$REPLY/features" || return 1
 	[ "${f:$2:1}" = 1 ]
 }
-# disks SLOT [LUN]: block devices of the SCSI host under SLOT, target
-# $E2E_TPGT (all LUNs or LUN), one /dev path a line.
-disks() {
-	local v d hctl lun=${2:-}
-	v=$(vdev_of_slot "$1") || return 0
-	for d in "$v"/host*/target*/*/block/*; do
-		[ -e "$d" ] || continue
-		hctl=$(basename "$(dirname "$(dirname "$d")")")
-		[ "$(echo "$hctl" | cut -d: -f3)" = "$E2E_TPGT" ] || continue
-		[ -z "$lun" ] || [ "${hctl##*:}" = "$lun" ] || continue
-		echo "/dev/${d##*/}"
-	done | sort
+# ios DEV: REPLY = reads + writes the block layer completed on DEV.
+ios() {
+	local r w
+	read -r r _ _ _ w _ <"/sys/block/${1#/dev/}/stat"
+	REPLY=$((r + w))
 }
-has_disk() { [ -n "$(disks "$@")" ] && [ -b "$(disks "$@" | head -n 1)" ]; }
-no_disk() { [ -z "$(disks "$@")" ]; }
-# ios DEV: reads + writes completed on DEV (block layer statistics).
-ios() { awk '{ print $1 + $5 }' "/sys/block/${1#/dev/}/stat"; }
 
-# fio_verify NAME DEV SIZE [fio args]: random writes, then read back and
-# check crc32c, with block sizes 512 B .. 1 MiB; hard time limit.
+# fio_verify NAME JOB... (JOB = DEV:SIZE): one fio run, a job per device,
+# random writes with block sizes 512 B .. 1 MiB, then read back and check
+# crc32c; hard time limit. JOB_OK[DEV] = 1 for each job that passed.
+declare -A JOB_OK
 fio_verify() {
-	local name=$1 dev=$2 size=$3 st
-	shift 3
-	timeout -k 10 "${E2E_FIO_TIMEOUT:-600}" fio --eta=never --name="$name" \
-		--filename="$dev" --ioengine=libaio --direct=1 --rw=randwrite \
+	local name=$1 st args=() j out line
+	shift
+	for j in "$@"; do
+		args+=(--name="${j%%:*}" --filename="${j%%:*}" --size="${j#*:}")
+		JOB_OK[${j%%:*}]=0
+	done
+	out=/tmp/fio-$name.log
+	timeout -k 10 "${E2E_FIO_TIMEOUT:-600}" fio --eta=never --output="$out" \
+		--ioengine=libaio --direct=1 --rw=randwrite \
 		--bssplit=512/20:1k/10:4k/40:8k/10:16k/10:64k/6:256k/3:1m/1 \
-		--iodepth=16 --iodepth_batch_submit=8 --size="$size" --verify=crc32c --verify_fatal=1 \
-		--do_verify=1 --verify_state_save=0 --output="/tmp/fio-$name.log" "$@"
+		--iodepth=16 --iodepth_batch_submit=8 --verify=crc32c --verify_fatal=1 \
+		--do_verify=1 --verify_state_save=0 "${args[@]}"
 	st=$?
+	# A job's summary line: "/dev/sdX: (groupid=0, jobs=1): err= 0: ...".
+	while read -r line; do
+		[[ "$line" =~ ^(/dev/[a-z]+):\ \(groupid=.*err=\ *0: ]] && JOB_OK[${BASH_REMATCH[1]}]=1
+	done <"$out"
 	if [ $st != 0 ]; then
 		log "fio $name failed (status $st)"
-		tail -n 15 "/tmp/fio-$name.log" >&2
+		while read -r line; do echo "    $line" >&2; done <"$out"
 	fi
-	cp "/tmp/fio-$name.log" "$SQCQ_RESULTS/" 2>/dev/null
+	cp "$out" "$SQCQ_RESULTS/" 2>/dev/null
 	return $st
 }
+job_ok() { [ "${JOB_OK[$1]:-0}" = 1 ]; }
 
 # ask_l1 WHAT: hand a request to L1 (hotplug-WHAT.req) and wait for its
-# answer (hotplug-WHAT.done: "ok" or the reason it failed).
+# answer (hotplug-WHAT.done: "ok" or why it failed).
 ask_l1() {
-	local what=$1 ans
-	echo "$what" >"$SQCQ_RESULTS/hotplug-$what.tmp" &&
-		mv "$SQCQ_RESULTS/hotplug-$what.tmp" "$SQCQ_RESULTS/hotplug-$what.req" || return 1
-	wait_for 60 test -e "$SQCQ_RESULTS/hotplug-$what.done" || { log "L1 did not answer $what"; return 1; }
-	ans=$(cat "$SQCQ_RESULTS/hotplug-$what.done")
+	local what=$1 ans=""
+	: >"$SQCQ_RESULTS/hotplug-$what.req" || return 1
+	wait_for 60 test -e "$SQCQ_RESULTS/hotplug-$what.done" ||
+		{ log "L1 did not answer $what"; return 1; }
+	read -r ans <"$SQCQ_RESULTS/hotplug-$what.done"
 	[ "$ans" = ok ] || { log "L1: $what: $ans"; return 1; }
 }
 
-log "kernel $(uname -r), uptime $(cut -d' ' -f1 /proc/uptime)s, guest driver $GUEST"
+read -r up _ </proc/uptime
+log "kernel $SQCQ_KVER, uptime ${up}s, guest driver $GUEST"
 # The kernel log as it happens: the rig only collects it when the command
 # ends, not when L2 is killed on a timeout.
 dmesg -w >"$SQCQ_RESULTS/dmesg-live.txt" 2>&1 &
 
 # ---- 1. guest driver ---------------------------------------------------------
-modprobe -a scsi_mod sd_mod 2>/dev/null
+# scsi_mod and sd_mod come with the initramfs (l1.sh: SQCQ_VM_INITRD_EXTRA).
+[ -d /sys/module/sd_mod ] || modprobe -a scsi_mod sd_mod
 case "$GUEST" in
 intree)
 	want=virtio_scsi
@@ -154,53 +186,62 @@ sqcq)
 	;;
 *) fail "unknown guest driver '$GUEST'"; exit 1 ;;
 esac
-slots="${E2E_SLOT_A:?} ${E2E_SLOT_B:-}"
-bound_ok() {
-	local s v
-	for s in $slots; do
-		v=$(vdev_of_slot "$s") || return 1
-		[ "$(driver_of "$v")" = "$want" ] || return 1
-	done
-}
-check "guest-driver-bound ($want on slot(s) $slots)" wait_for 30 bound_ok
+slots="$SLOT_A${SLOT_B:+ $SLOT_B}"
+# shellcheck disable=SC2086 # a list of slots
+check "guest-driver-bound ($want on slot(s) $slots)" wait_for 30 bound $slots
 for s in $slots; do
-	wait_for 30 host_of "$s" >/dev/null && scan "$s"
+	wait_for 30 scsi_host "$s" && scan "$s"
 done
-check "disk-visible (vhostfd device)" wait_for 60 has_disk "$E2E_SLOT_A" 0
-DISK_A=$(disks "$E2E_SLOT_A" 0 | head -n 1)
-log "vhostfd device: $DISK_A"
+check "disk-visible (vhostfd device)" wait_for 60 has_disk "$SLOT_A" 0
+DISK_A=${DISKS[0]:-}
+DISK_B=""
+if [ -n "$SLOT_B" ]; then
+	check "disk-visible (plain wwpn device)" wait_for 60 has_disk "$SLOT_B" 0
+	DISK_B=${DISKS[0]:-}
+fi
+log "vhostfd device: $DISK_A; plain wwpn device: ${DISK_B:-none}"
 phase "driver+scan"
 
-# ---- 2. data integrity on the vhostfd device --------------------------------
+# ---- 2. data integrity: the vhostfd device (and the plain wwpn one) ----------
 if [ -n "$DISK_A" ]; then
-	i0=$(ios "$DISK_A")
+	ios "$DISK_A"
+	i0=$REPLY
 	t0=$SECONDS
-	check "fio-verify-crc32c (libaio, direct, 512B..1MiB, $DISK_A)" \
-		fio_verify verify "$DISK_A" "$E2E_FIO_SIZE"
-	n=$(($(ios "$DISK_A") - i0))
-	dt=$((SECONDS - t0))
-	log "fio: $n I/Os in ${dt}s"
+	jobs=("$DISK_A:${E2E_FIO_SIZE:-32m}")
+	[ -n "$DISK_B" ] && jobs+=("$DISK_B:2m")
+	fio_verify verify "${jobs[@]}"
+	ios "$DISK_A"
+	n=$((REPLY - i0))
+	log "fio: $n I/Os on $DISK_A in $((SECONDS - t0))s"
+	check "fio-verify-crc32c (libaio, direct, 512B..1MiB, vhostfd device $DISK_A)" \
+		job_ok "$DISK_A"
 	check "ios>=$E2E_MIN_IOS ($n)" [ "$n" -ge "$E2E_MIN_IOS" ]
+	[ -n "$DISK_B" ] && check "fio-verify-crc32c (plain wwpn device $DISK_B)" job_ok "$DISK_B"
 	phase "fio ($n I/Os)"
 fi
 
 # ---- 2b. SQ/CQ: negotiated with our host, classic with any other -------------
-# sqcq_counts FILE: "requests kicks interrupts doorbells kicks_saved" summed
-# over the request queues of a debugfs "queues" file.
-sqcq_counts() {
-	awk '$1 ~ /^request/ { r += $4; k += $5; i += $6; d += $9; s += $10 }
-		END { print r + 0, k + 0, i + 0, d + 0, s + 0 }' "$1"
-}
-if [ "$GUEST" = sqcq ] && [ -n "${E2E_HOST:-}" ]; then
-	mountpoint -q /sys/kernel/debug || mount -t debugfs none /sys/kernel/debug
-	v=$(vdev_of_slot "$E2E_SLOT_A")
-	d=/sys/kernel/debug/virtio_scsi_sqcq/${v##*/}
-	mode=$(sed -n 's/^mode: //p' "$d/info" 2>/dev/null)
+if [ "$GUEST" = sqcq ] && [ -n "${E2E_HOST:-}" ] && vdev "$SLOT_A"; then
+	d=/sys/kernel/debug/virtio_scsi_sqcq/${REPLY##*/}
+	mode="" polls=""
+	while read -r key val; do
+		case "$key" in
+		mode:) mode=$val ;;
+		poll_*) polls="$polls $key $val" ;;
+		esac
+	done <"$d/info"
 	sq_want=classic
 	[ "$E2E_HOST" = intree ] || sq_want=sqcq
 	check "sqcq-mode ($mode with host $E2E_HOST, want $sq_want)" [ "$mode" = "$sq_want" ]
-	read -r r k i db ks < <(sqcq_counts "$d/queues")
-	log "guest counters: requests $r kicks $k interrupts $i doorbells $db kicks_saved $ks; $(grep poll_ "$d/info" | tr '\n' ' ')"
+	# Sums over the request queues of the "queues" file (columns: queue
+	# type mode requests kicks interrupts polls completions doorbells
+	# kicks_saved).
+	r=0 k=0 i=0 db=0 ks=0
+	while read -r q _ _ c4 c5 c6 _ _ c9 c10 _; do
+		[[ "$q" == request* ]] || continue
+		r=$((r + c4)) k=$((k + c5)) i=$((i + c6)) db=$((db + c9)) ks=$((ks + c10))
+	done <"$d/queues"
+	log "guest counters: requests $r kicks $k interrupts $i doorbells $db kicks_saved $ks;$polls"
 	if [ "$sq_want" = sqcq ]; then
 		check "sqcq-doorbells-used (doorbells $db, kicks saved $ks)" \
 			[ "$db" -gt 0 -a "$ks" -gt 0 ]
@@ -211,77 +252,64 @@ if [ "$GUEST" = sqcq ] && [ -n "${E2E_HOST:-}" ]; then
 	fi
 	pat="SQ/CQ not available"
 	[ "$sq_want" = sqcq ] && pat="SQ/CQ negotiated"
-	check "sqcq-log-line ($pat)" bash -c "dmesg | grep -q '$pat'"
+	klog=$(dmesg)
+	check "sqcq-log-line ($pat)" [ -z "${klog##*"$pat"*}" ]
 fi
 
-# ---- 3. the device QEMU opened by itself (plain wwpn=) -----------------------
-if [ -n "${E2E_SLOT_B:-}" ]; then
-	if check "disk-visible (plain wwpn device)" wait_for 60 has_disk "$E2E_SLOT_B" 0; then
-		DISK_B=$(disks "$E2E_SLOT_B" 0 | head -n 1)
-		check "fio-verify-crc32c (plain wwpn device, $DISK_B)" fio_verify plain "$DISK_B" 2m
-	fi
-	phase "plain-wwpn device"
-fi
-
-# ---- 4. LUN hotplug driven by L1 --------------------------------------------
+# ---- 3. LUN hotplug driven by L1 ---------------------------------------------
 # A device that offers VIRTIO_SCSI_F_HOTPLUG (QEMU's vhost-scsi only with
 # hotplug=on, which QEMU 7.2 lacks) reports the LUN in an event and the
 # driver adds and removes the disk by itself. Otherwise the guest finds the
 # new LUN by a target scan, and the removed one by I/O failing on it (LIO:
 # LOGICAL UNIT NOT SUPPORTED), then deletes the stale device.
-# scan_has_disk SLOT LUN: scan for the LUN, then check for its disk.
 scan_has_disk() { scan "$1" "$2" 2>/dev/null; has_disk "$1" "$2"; }
-# lun_gone DEV: a direct read of DEV fails.
 lun_gone() { ! dd if="$1" of=/dev/null bs=4k count=1 iflag=direct 2>/dev/null; }
-if [ "${E2E_HOTPLUG:-1}" = 1 ]; then
-	if has_feature "$E2E_SLOT_A" 1; then
-		how=event
-	else
-		how=rescan
-	fi
+if [ "${E2E_HOTPLUG:-1}" = 1 ] && [ -n "$DISK_A" ]; then
+	how=rescan
+	has_feature "$SLOT_A" 1 && how=event
 	log "LUN hotplug by $how"
+	DISK_H=""
 	if ask_l1 add; then
 		if [ $how = event ]; then
-			ok=0
-			wait_for 60 has_disk "$E2E_SLOT_A" 1 && ok=1
+			wait_for 60 has_disk "$SLOT_A" 1
 		else
-			ok=0
-			wait_for 60 scan_has_disk "$E2E_SLOT_A" 1 && ok=1
+			wait_for 60 scan_has_disk "$SLOT_A" 1
 		fi
-		if [ $ok = 1 ]; then
-			pass "hotplug-add-lun (new disk appears, $how)"
-			DISK_H=$(disks "$E2E_SLOT_A" 1 | head -n 1)
-			check "fio-verify-crc32c (hotplugged LUN, $DISK_H)" fio_verify hotplug "$DISK_H" 2m
+		DISK_H=${DISKS[0]:-}
+		if [ -n "$DISK_H" ]; then
+			pass "hotplug-add-lun (new disk $DISK_H, $how)"
+			fio_verify hotplug "$DISK_H:2m" "$DISK_A:1m"
+			check "fio-verify-crc32c (hotplugged LUN $DISK_H)" job_ok "$DISK_H"
+			check "fio-verify-crc32c (LUN 0 next to it)" job_ok "$DISK_A"
 		else
 			fail "hotplug-add-lun (no disk for LUN 1 after 60 s, $how)"
-		fi
-		if ask_l1 del; then
-			if [ $how = event ]; then
-				check "hotplug-remove-lun (disk goes, event)" wait_for 60 no_disk "$E2E_SLOT_A" 1
-			elif [ -n "${DISK_H:-}" ]; then
-				if wait_for 60 lun_gone "$DISK_H"; then
-					echo 1 >"/sys/block/${DISK_H#/dev/}/device/delete"
-					check "hotplug-remove-lun (I/O fails, device deleted, rescan)" \
-						wait_for 30 no_disk "$E2E_SLOT_A" 1
-				else
-					fail "hotplug-remove-lun ($DISK_H still answers 60 s after the unlink)"
-				fi
-			fi
-		else
-			fail "hotplug-remove-lun (L1 could not unlink the LUN)"
 		fi
 	else
 		fail "hotplug-add-lun (L1 could not link the LUN)"
 	fi
-	check "lun0-still-there-after-hotplug" has_disk "$E2E_SLOT_A" 0
-	check "lun0-io-after-hotplug" fio_verify after "$DISK_A" 1m
+	if [ -n "$DISK_H" ]; then
+		if ! ask_l1 del; then
+			fail "hotplug-remove-lun (L1 could not unlink the LUN)"
+		elif [ $how = event ]; then
+			check "hotplug-remove-lun (disk goes, event)" wait_for 60 no_disk "$SLOT_A" 1
+		elif wait_for 60 lun_gone "$DISK_H"; then
+			echo 1 >"/sys/block/${DISK_H#/dev/}/device/delete"
+			check "hotplug-remove-lun (I/O fails, device deleted, rescan)" \
+				wait_for 30 no_disk "$SLOT_A" 1
+		else
+			fail "hotplug-remove-lun ($DISK_H still answers 60 s after the unlink)"
+		fi
+	fi
+	check "lun0-still-there-after-hotplug" has_disk "$SLOT_A" 0
 	phase "hotplug"
 fi
 
-# ---- 5. counters, unload ----------------------------------------------------
+# ---- 4. counters, unload -----------------------------------------------------
 if [ "$GUEST" = sqcq ]; then
 	for f in /sys/kernel/debug/virtio_scsi_sqcq/*/queues; do
-		[ -r "$f" ] && { echo "--- $f" >&2; cat "$f" >&2; }
+		[ -r "$f" ] || continue
+		echo "--- $f" >&2
+		while read -r line; do echo "$line" >&2; done <"$f"
 	done
 fi
 check "guest-driver-unload (rmmod $want)" rmmod "$want"

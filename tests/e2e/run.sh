@@ -27,13 +27,21 @@
 # Prints "PASS:/FAIL: e2e HOST/GUEST ..." lines and the wall time of each
 # phase; exit status 0 when all passed.  Every wait has a hard limit: the
 # whole run (--timeout, default 1800 s), L2 (--l2-timeout, default 1200 s),
-# fio, and each hotplug step.
+# fio (E2E_FIO_TIMEOUT, default 600 s), each hotplug step, and a watchdog
+# that ends the run when L1 stops beating for E2E_STALL_S (default 240 s).
+# A run that fails because the emulator did (that watchdog, "KVM internal
+# error" from L2's QEMU, a silent reset of L1) is repeated once
+# (E2E_RETRIES); the output of every attempt comes live with lower-case
+# "pass:"/"fail:", the deciding attempt's PASS:/FAIL: lines follow at the end.
+# L2 runs under KVM in L1 when it can (tests/vm/nested.sh;
+# SQCQ_VM_NESTED_ACCEL=tcg forces TCG inside TCG, far slower).  Logs of the
+# last run: out/logs/e2e-HOST-GUEST-ABI/ (console, fio output, L2 kernel log).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$ROOT"
-# shellcheck source=tests/lib/kernels.sh
-. tests/lib/kernels.sh
+# shellcheck source=tests/vm/common.sh
+. tests/vm/common.sh
 
 usage() {
 	sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed -e '$d' -e 's/^# \{0,1\}//' >&2
@@ -83,29 +91,106 @@ if ! command -v fio >/dev/null; then
 		  DEBIAN_FRONTEND=noninteractive apt-get install -y -q fio </dev/null >&2; } ||
 		{ echo "FAIL: e2e $label $id: cannot install fio"; exit 1; }
 fi
+# L2's initramfs (with scsi_mod and sd_mod, see l1.sh), built here into the
+# shared cache: L1 finds it there instead of building it (~1 min in L1).
+sqcq_vm_install_deps
+kdir=$(sqcq_vm_fetch_kernel "$id") || { echo "FAIL: e2e $label $id: no kernel image"; exit 1; }
+l2_initrd_extra="scsi_mod sd_mod"
+l2_initrd=$(SQCQ_VM_INITRD_EXTRA=$l2_initrd_extra sqcq_vm_initramfs "$kdir") ||
+	{ echo "FAIL: e2e $label $id: cannot build L2's initramfs"; exit 1; }
+# The cache drops images of other inputs older than 10 minutes when it builds
+# one (another checkout's run may): keep this one fresh until L1 reads it.
+touch "$l2_initrd"
 prep=$((SECONDS - t0))
 
 work=$(mktemp -d /tmp/sqcq-e2e.XXXXXX)
 trap 'rm -rf "$work"' EXIT
-mkdir -p "$work/results"
 echo "e2e: $label on $abi (L1: kernel $abi; L2: same kernel, nested)" >&2
-rc=0
+# watchdog DIR: L1 touches DIR/results/heartbeat every 10 s (l1.sh). If it
+# stops for $stall_s, L1 is frozen as a whole (seen with L2 under KVM on
+# TCG's emulated SVM: the VM idles, nothing runs, not even its timers): end
+# QEMU (through the timeout(1) run.sh started it under) instead of waiting
+# for --timeout, and leave the reason in DIR/stall.
+stall_s=${E2E_STALL_S:-240}
+watchdog() {
+	local dir=$1 vmpid="" now last p
+	while sleep 10; do
+		[ -n "$vmpid" ] || read -r vmpid 2>/dev/null <"$dir/vmpid" || continue
+		kill -0 "$vmpid" 2>/dev/null || return 0
+		last=$(stat -c %Y "$dir/results/heartbeat" 2>/dev/null) || continue
+		now=$(date +%s)
+		[ $((now - last)) -ge "$stall_s" ] || continue
+		echo "FAIL: e2e $label $abi L1 stalled (no heartbeat for $((now - last)) s; frozen emulator?)" \
+			>"$dir/stall"
+		echo "e2e: L1 stalled, ending it" >&2
+		for p in $(pgrep -P "$vmpid" -x timeout); do
+			kill -TERM "$p" 2>/dev/null
+		done
+		return 0
+	done
+}
+# attempt N: one run of L1 (and L2) into $work/try-N/; its output comes
+# through live with the result lines in lower case ("pass:", "fail:"), so
+# that only the deciding attempt's lines count (printed at the end).
+attempt() {
+	local dir=$work/try-$1 wdpid st
+	mkdir -p "$dir/results"
+	watchdog "$dir" &
+	wdpid=$!
+	(
+		echo "$BASHPID" >"$dir/vmpid"
+		exec tests/vm/run.sh --kernel "$id" --smp 2 --timeout "$timeout_s" \
+			--results "$dir/results" \
+			--env "E2E_L2_TIMEOUT=$l2_timeout" --env "E2E_FIO_SIZE=$fio_size" \
+			--env "E2E_MIN_IOS=$min_ios" --env "E2E_HOTPLUG=$hotplug" \
+			--env "E2E_L2_INITRD_EXTRA=$l2_initrd_extra" \
+			--env "E2E_L2_APPEND=${E2E_L2_APPEND:-}" \
+			--env "E2E_GUEST_PARAMS=${E2E_GUEST_PARAMS:-}" \
+			-- tests/e2e/l1.sh "$host" "$guest"
+	) 2>&1 | tee "$dir/log" | sed -u -e 's/^PASS: /pass: /' -e 's/^FAIL: /fail: /'
+	st=${PIPESTATUS[0]}
+	kill "$wdpid" 2>/dev/null
+	wait "$wdpid" 2>/dev/null
+	[ -s "$dir/stall" ] && cat "$dir/stall" >>"$dir/log"
+	return "$st"
+}
+# An attempt that failed because the emulator underneath did is repeated,
+# E2E_RETRIES times at most: L1 frozen (watchdog), "KVM internal error" from
+# L2's QEMU, or L1 reset (QEMU exits with status 0, -no-reboot) without a
+# word in its kernel log (a panic or oops would be there: panic=-1 reboots
+# too, but says so first).
+emulator_fault() {
+	local log=$work/try-$1/log
+	[ -s "$work/try-$1/stall" ] && return 0
+	grep -q '^FAIL: vm-kvm-error' "$log" && return 0
+	grep -q '^FAIL: vm-boot (VM exited (QEMU status 0) without' "$log" &&
+		! grep -q '^FAIL: vm-kernel-log' "$log"
+}
+retries=${E2E_RETRIES:-1}
+try=1
 set +e
-tests/vm/run.sh --kernel "$id" --smp 2 --timeout "$timeout_s" --results "$work/results" \
-	--env "E2E_L2_TIMEOUT=$l2_timeout" --env "E2E_FIO_SIZE=$fio_size" \
-	--env "E2E_MIN_IOS=$min_ios" --env "E2E_HOTPLUG=$hotplug" \
-	--env "E2E_L2_APPEND=${E2E_L2_APPEND:-}" --env "E2E_GUEST_PARAMS=${E2E_GUEST_PARAMS:-}" \
-	-- tests/e2e/l1.sh "$host" "$guest" 2>&1 | tee "$work/log"
-rc=${PIPESTATUS[0]}
+while :; do
+	attempt "$try"
+	rc=$?
+	if [ "$rc" = 0 ] || [ "$try" -gt "$retries" ] || ! emulator_fault "$try"; then
+		break
+	fi
+	echo "e2e: attempt $try failed in the emulator, not in a test; running again" >&2
+	try=$((try + 1))
+done
 set -e
+dir=$work/try-$try
 total=$((SECONDS - t0))
 
 # Keep the logs of the last run for a look after a failure.
 logdir=$ROOT/out/logs/e2e-${host}-${guest}-$abi
 rm -rf "$logdir"
 mkdir -p "$logdir"
-cp "$work/log" "$logdir/console.log"
-cp -r "$work/results/." "$logdir/" 2>/dev/null || true
+for ((i = 1; i < try; i++)); do
+	cp "$work/try-$i/log" "$logdir/console-attempt-$i.log"
+done
+cp "$dir/log" "$logdir/console.log"
+cp -r "$dir/results/." "$logdir/" 2>/dev/null || true
 
 # Phase times: L1 boot and L2 boot from the rig's "command started at" lines
 # (L1's first, then L2's), the rest from the e2e-time: lines.
@@ -113,13 +198,16 @@ cp -r "$work/results/." "$logdir/" 2>/dev/null || true
 	echo "---- e2e $label on $abi: wall times ----"
 	printf '  %-28s %ss\n' "preparation (L0)" "$prep"
 	sed -n 's/.*(\(L[12]\), \([a-z]*\)): command started at \([0-9.]*\)s guest uptime.*/\1 \2 \3/p' \
-		"$work/log" | sort | awk '!seen[$1]++ {
+		"$dir/log" | sort | awk '!seen[$1]++ {
 			printf "  %-28s %.0fs\n", $1 " boot (" $2 ", guest uptime)", $3 }'
-	sed -n 's/^e2e-time: \(L[12]\) \(.*\) \([0-9]*s\)$/  \1 \2|\3/p' "$work/log" |
+	sed -n 's/^e2e-time: \(L[12]\) \(.*\) \([0-9]*s\)$/  \1 \2|\3/p' "$dir/log" |
 		awk -F'|' '{ printf "  %-28s %s\n", $1, $2 }'
 	printf '  %-28s %ss\n' "total" "$total"
 } >&2
-if [ "$rc" != 0 ] && ! grep -q '^FAIL: ' "$work/log"; then
+# The deciding attempt's result lines.
+[ "$try" = 1 ] || echo "---- e2e $label on $abi: results of attempt $try ----" >&2
+grep -E '^(PASS|FAIL): ' "$dir/log"
+if [ "$rc" != 0 ] && ! grep -q '^FAIL: ' "$dir/log"; then
 	echo "FAIL: e2e $label $abi (status $rc)"
 fi
 exit "$rc"

@@ -213,6 +213,9 @@ sqcq_vm_module_closure() {
 
 # Modules the initramfs loads to mount the root over virtio-9p, and configfs
 # (mounted there too); whatever of them is built in is skipped.
+# SQCQ_VM_INITRD_EXTRA adds more (with their dependencies): the busybox
+# insmod of an uncompressed module from RAM takes a fraction of what kmod
+# needs in a nested guest (tens of seconds for scsi_mod and sd_mod).
 SQCQ_VM_INITRD_MODULES="virtio_pci 9pnet_virtio 9p configfs"
 
 # sqcq_vm_initramfs KDIR: print the path of the cached initramfs for that
@@ -223,7 +226,8 @@ sqcq_vm_initramfs() {
 	kver=$(cat "$kdir/kver")
 	bb=/bin/busybox
 	# shellcheck disable=SC2086 # a list of names
-	mapfile -t mods < <(sqcq_vm_module_closure "$kdir" "$kver" $SQCQ_VM_INITRD_MODULES)
+	mapfile -t mods < <(sqcq_vm_module_closure "$kdir" "$kver" $SQCQ_VM_INITRD_MODULES \
+		${SQCQ_VM_INITRD_EXTRA:-})
 	key=$( {
 		echo "$kver"
 		sha256sum "$bb" "$_sqcq_vm_here/initramfs-init.sh" "$_sqcq_vm_here/guest-stage2.sh"

@@ -13,9 +13,18 @@
 #
 # Defaults follow DESIGN.md §6's tuning: the kernel L1 runs ($SQCQ_ABI),
 # booted as an uncompressed vmlinux through PVH, 256 MiB, 1 vCPU,
-# mitigations=off, cryptomgr.notests=1, and acpi=off. The options of run.sh apply
-# (--smp, --mem, --timeout, --append, --qemu-arg, --results, ...).
-# Exit status, PASS/FAIL protocol and the kernel-log check are run.sh's.
+# mitigations=off, cryptomgr.notests=1, acpi=off and pci=noearly, with qboot
+# instead of SeaBIOS. The options of run.sh apply (--smp, --mem, --timeout,
+# --append, --qemu-arg, --results, ...). Exit status, PASS/FAIL protocol and
+# the kernel-log check are run.sh's.
+#
+# Accelerator (SQCQ_VM_NESTED_ACCEL): "auto" (default) runs L2 under KVM when
+# L1 has it: run.sh gives L1 a CPU with SVM and nested paging, which QEMU's
+# TCG emulates, and this loads kvm_amd in L1. L2 then boots in ~20 s of guest
+# time instead of ~200 s under TCG inside TCG (its user space stays slow:
+# each process start costs seconds). "tcg" forces TCG inside TCG (the rig's
+# first mode, slower but without TCG's SVM emulation underneath); "kvm" fails
+# when /dev/kvm cannot be had. run.sh's last line says which one ran.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)

@@ -28,12 +28,17 @@
 # In the guest: SQCQ_IN_VM=1, SQCQ_ABI, SQCQ_KVER, SQCQ_RESULTS,
 # SQCQ_VM_DEPTH (1 = L1, 2 = nested L2, ...).
 #
+# Environment: SQCQ_VM_NESTED_ACCEL (nested guests: auto, kvm or tcg; see
+# nested.sh), SQCQ_VM_INITRD_EXTRA (more modules the initramfs loads, e.g.
+# "scsi_mod sd_mod").
+#
 # COMMAND's stdout and stderr come through live (on the first serial port).
 # Exit status: COMMAND's; 124 on timeout; 125 when the VM died before
-# COMMAND's status came back; 1 when COMMAND succeeded but the guest kernel log
-# is dirty (WARNING, BUG, Oops, lockup, hung task, RCU stall, or a taint other
-# than O/E), which also prints "FAIL: vm-kernel-log (<reason>)" and the last
-# kernel log lines.
+# COMMAND's status came back (or, nested under KVM, QEMU reported a "KVM
+# internal error": "FAIL: vm-kvm-error"); 1 when COMMAND succeeded but the
+# guest kernel log is dirty (WARNING, BUG, Oops, lockup, hung task, RCU
+# stall, or a taint other than O/E), which also prints "FAIL: vm-kernel-log
+# (<reason>)" and the last kernel log lines.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -156,7 +161,7 @@ results=$(cd "$results" && pwd)
 	while IFS='=' read -r name _; do
 		case "$name" in
 		SQCQ_IN_VM | SQCQ_ABI | SQCQ_KVER | SQCQ_RESULTS | SQCQ_VM_DEPTH | SQCQ_CACHE | \
-			SQCQ_VM_NESTED | SQCQ_APT_DIR) ;;
+			SQCQ_VM_NESTED | SQCQ_VM_INITRD_EXTRA | SQCQ_APT_DIR) ;;
 		SQCQ_*) printf 'export %s=%q\n' "$name" "${!name-}" ;;
 		esac
 	done <<<"$caller_sqcq_env"
@@ -192,11 +197,35 @@ tsc=unstable no_timer_check rdinit=/init sqcq.kimage=$kdir$append"
 	"${qemu_extra[@]}"
 )
 
+# kvm_error_watch: QEMU's stderr, passed on; on "KVM internal error" (KVM
+# in L1 refused to go on with the nested guest, seen with TCG's emulated SVM
+# underneath) QEMU only pauses the guest: note it and end QEMU instead of
+# waiting for the timeout.
+kvm_error_watch() {
+	local line
+	while IFS= read -r line; do
+		printf '%s\n' "$line" >&2
+		case "$line" in
+		*"KVM internal error"*)
+			[ -e "$work/kvm-error" ] && continue
+			printf '%s\n' "$line" >"$work/kvm-error"
+			# Let QEMU print its register dump first.
+			(sleep 3 && kill -TERM "$(cat "$work/qemu.pid")") 2>/dev/null &
+			;;
+		esac
+	done
+}
+
 t0=$(date +%s.%N)
 set +e
 # The hard timeout: timeout(1) kills QEMU (SIGKILL 5 s after SIGTERM).
 # Extra file descriptors of the caller (e.g. a vhostfd=N) are inherited.
-timeout -k 5 "$timeout_s" "${qemu[@]}" </dev/null
+if [ "$accel" = kvm ]; then
+	timeout -k 5 "$timeout_s" "${qemu[@]}" -pidfile "$work/qemu.pid" </dev/null \
+		2> >(kvm_error_watch)
+else
+	timeout -k 5 "$timeout_s" "${qemu[@]}" </dev/null
+fi
 qrc=$?
 set -e
 t1=$(date +%s.%N)
@@ -207,7 +236,11 @@ rc=""
 log="$ctl/dmesg"
 [ -s "$log" ] || log="$work/console.log"
 reason=""
-if [ "$qrc" = 124 ] || [ "$qrc" = 137 ]; then
+if [ -s "$work/kvm-error" ]; then
+	reason="$(cat "$work/kvm-error") in the nested guest; SQCQ_VM_NESTED_ACCEL=tcg avoids KVM"
+	echo "FAIL: vm-kvm-error ($reason, kernel $abi)"
+	rc=125
+elif [ "$qrc" = 124 ] || [ "$qrc" = 137 ]; then
 	reason="timeout after ${timeout_s}s"
 	echo "FAIL: vm-timeout (QEMU killed after ${timeout_s}s, kernel $abi)"
 	rc=124
