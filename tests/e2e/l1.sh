@@ -17,7 +17,11 @@
 #          vhost, /dev/vhost-scsi; a second device without vhostfd)
 #   GUEST  intree or sqcq (see l2.sh)
 # Environment: E2E_L2_TIMEOUT (s), E2E_FIO_SIZE, E2E_MIN_IOS, E2E_HOTPLUG,
-# E2E_L2_APPEND (more L2 kernel arguments).
+# E2E_L2_APPEND (more L2 kernel arguments), E2E_L2_SMP (L2's vCPUs,
+# default 1), E2E_HOST_PARAMS (insmod
+# parameters of our host module), E2E_L2_SCRIPT (what L2 runs, default
+# tests/e2e/l2.sh; it gets the same arguments and environment, and every
+# CMP_* variable: bench/compare-l2.sh uses this).
 set -u
 HOST=${1:?HOST}
 GUEST=${2:?GUEST}
@@ -64,14 +68,16 @@ sqcq)
 	FABRIC=vhost_sqcq NODE=/dev/vhost-scsi-sqcq MOD=vhost_scsi_sqcq
 	# insmod resolves no dependencies: the target core first.
 	modprobe target_core_mod 2>/dev/null
-	err=$(insmod "$OUT/host/vhost_scsi_sqcq.ko" 2>&1) ||
+	# shellcheck disable=SC2086 # parameters, split on purpose
+	err=$(insmod "$OUT/host/vhost_scsi_sqcq.ko" ${E2E_HOST_PARAMS:-} 2>&1) ||
 		{ fail "host-load (insmod $OUT/host/vhost_scsi_sqcq.ko: $err)"; finish; }
 	;;
 takeover)
 	# Ours under the in-tree names: QEMU opens /dev/vhost-scsi itself.
 	FABRIC=vhost NODE=/dev/vhost-scsi MOD=vhost_scsi_sqcq
 	modprobe target_core_mod 2>/dev/null
-	err=$(insmod "$OUT/host/vhost_scsi_sqcq.ko" takeover=1 2>&1) ||
+	# shellcheck disable=SC2086 # parameters, split on purpose
+	err=$(insmod "$OUT/host/vhost_scsi_sqcq.ko" takeover=1 ${E2E_HOST_PARAMS:-} 2>&1) ||
 		{ fail "host-load (insmod $OUT/host/vhost_scsi_sqcq.ko takeover=1: $err)"; finish; }
 	;;
 *) fail "unknown host backend '$HOST' (intree, sqcq or takeover)"; finish ;;
@@ -95,15 +101,28 @@ phase "host+target"
 l2dir=/tmp/e2e-l2
 rm -rf "$l2dir"
 mkdir -p "$l2dir"
-# watch_l2: answer hotplug-{add,del}.req files (LUN 1 on WWPN_A's TPG).
+# host_idle_ticks S: clock ticks (user + system) the device's worker
+# thread (the host poller in SQ/CQ mode) used over S seconds.
+host_idle_ticks() {
+	local pid a b
+	pid=$(pgrep -o '^vhost-sqcq-') || { echo "no vhost-sqcq worker"; return 1; }
+	read -ra a <"/proc/$pid/stat" || return 1
+	sleep "$1"
+	read -ra b <"/proc/$pid/stat" || return 1
+	echo $(((b[13] + b[14]) - (a[13] + a[14])))
+}
+# watch_l2: answer hotplug-{add,del}.req files (LUN 1 on WWPN_A's TPG) and
+# hotplug-idle.req (the host poller's CPU while idle, for compare-l2.sh).
 watch_l2() {
 	local what ans
 	while sleep 0.5; do
-		for what in add del; do
+		for what in add del idle; do
 			[ -e "$l2dir/hotplug-$what.req" ] || continue
 			rm -f "$l2dir/hotplug-$what.req"
 			sleep 1 # let L2 start watching before the event goes out
-			if [ "$what" = add ]; then
+			if [ "$what" = idle ]; then
+				ans=$(host_idle_ticks "${CMP_IDLE_S:-3}" 2>&1)
+			elif [ "$what" = add ]; then
 				ans=$(sqcq_target_add_lun "$FABRIC" "$WWPN_A" "$TPGT" 1 16 2>&1) && ans=ok
 			else
 				ans=$(sqcq_target_del_lun "$FABRIC" "$WWPN_A" "$TPGT" 1 2>&1) && ans=ok
@@ -131,6 +150,10 @@ fi
 # them all takes minutes nested; l2.sh scans the one it uses.
 append="scsi_mod.scan=manual ${E2E_L2_APPEND:-}"
 [ "$GUEST" = sqcq ] && append="$append modprobe.blacklist=virtio_scsi"
+cmp_env=()
+for v in $(compgen -e); do
+	[[ "$v" == CMP_* ]] && cmp_env+=(--env "$v=${!v}")
+done
 exec 7<>"$NODE" || { fail "open $NODE"; finish; }
 log "starting L2: ${qargs[*]}"
 watch_l2 &
@@ -140,13 +163,15 @@ l2rc=0
 # in the nested guest (run.sh builds that initramfs into the shared cache).
 SQCQ_VM_INITRD_EXTRA=${E2E_L2_INITRD_EXTRA:-scsi_mod sd_mod} \
 	"$ROOT/tests/vm/nested.sh" --timeout "${E2E_L2_TIMEOUT:-900}" --results "$l2dir" \
+	--smp "${E2E_L2_SMP:-1}" \
 	--append "$append" "${qargs[@]}" \
 	--env "E2E_SLOT_A=$SLOT_A" --env "E2E_SLOT_B=$slot_b" --env "E2E_TPGT=$TPGT" \
 	--env "E2E_FIO_SIZE=${E2E_FIO_SIZE:-32m}" --env "E2E_MIN_IOS=${E2E_MIN_IOS:-10000}" \
 	--env "E2E_HOTPLUG=${E2E_HOTPLUG:-1}" --env "E2E_HOST=$HOST" \
 	--env "E2E_FIO_TIMEOUT=${E2E_FIO_TIMEOUT:-600}" \
-	--env "E2E_GUEST_PARAMS=${E2E_GUEST_PARAMS:-}" \
-	-- tests/e2e/l2.sh "$GUEST" "$LABEL" "$OUT/guest/virtio_scsi_sqcq.ko" || l2rc=$?
+	--env "E2E_GUEST_PARAMS=${E2E_GUEST_PARAMS:-}" --env "E2E_RESET=${E2E_RESET:-1}" \
+	"${cmp_env[@]}" \
+	-- "${E2E_L2_SCRIPT:-tests/e2e/l2.sh}" "$GUEST" "$LABEL" "$OUT/guest/virtio_scsi_sqcq.ko" || l2rc=$?
 exec 7>&-
 kill "$watch_pid" 2>/dev/null
 wait "$watch_pid" 2>/dev/null

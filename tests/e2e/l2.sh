@@ -15,6 +15,7 @@
 #   E2E_FIO_SIZE    bytes fio writes and verifies on device A's LUN 0
 #   E2E_MIN_IOS     I/Os (reads + writes) device A must complete at least
 #   E2E_HOTPLUG     1: run the LUN hotplug handshake with L1
+#   E2E_RESET       1: reset the device under load (our guest driver only)
 # Prints PASS:/FAIL: lines "e2e LABEL ..."; exit status 0 when all passed.
 #
 # Starting a process costs seconds in a nested guest, so everything that
@@ -147,6 +148,7 @@ fio_verify() {
 	return $st
 }
 job_ok() { [ "${JOB_OK[$1]:-0}" = 1 ]; }
+fio_gone() { ! kill -0 "$1" 2>/dev/null; }
 
 # ask_l1 WHAT: hand a request to L1 (hotplug-WHAT.req) and wait for its
 # answer (hotplug-WHAT.done: "ok" or why it failed).
@@ -254,6 +256,53 @@ if [ "$GUEST" = sqcq ] && [ -n "${E2E_HOST:-}" ] && vdev "$SLOT_A"; then
 	[ "$sq_want" = sqcq ] && pat="SQ/CQ negotiated"
 	klog=$(dmesg)
 	check "sqcq-log-line ($pat)" [ -z "${klog##*"$pat"*}" ]
+fi
+
+# ---- 2c. device reset under load (our guest driver) -------------------------
+# Unbinding the driver resets the virtio device (the host tears SQ/CQ down
+# while its poller may be serving requests); binding it again probes anew
+# and, with our host, negotiates SQ/CQ again.  fio runs throughout: its
+# errors while the disk goes away are expected; afterwards a fresh verify
+# must pass.
+if [ "$GUEST" = sqcq ] && [ -n "$DISK_A" ] && [ "${E2E_RESET:-1}" = 1 ] && vdev "$SLOT_A"; then
+	vname=${REPLY##*/}
+	fio --eta=never --output=/tmp/fio-reset.log --name=load --filename="$DISK_A" \
+		--ioengine=libaio --direct=1 --rw=randrw --bs=4k --iodepth=16 \
+		--time_based --runtime=120 --size=16m >/dev/null 2>&1 &
+	fpid=$!
+	# Wait until the load is really on the device.
+	ios "$DISK_A"
+	r0=$REPLY
+	under_load() { ios "$DISK_A"; [ "$REPLY" -gt $((r0 + 200)) ]; }
+	wait_for 60 under_load
+	ios "$DISK_A"
+	log "device reset with fio running ($((REPLY - r0)) I/Os so far)"
+	echo "$vname" >/sys/bus/virtio/drivers/virtio_scsi_sqcq/unbind
+	unbound() { [ ! -e "/sys/bus/virtio/drivers/virtio_scsi_sqcq/$vname" ]; }
+	check "reset-under-load unbind" wait_for 60 unbound
+	wait_for 60 fio_gone "$fpid"
+	kill -9 "$fpid" 2>/dev/null
+	wait "$fpid" 2>/dev/null
+	echo "$vname" >/sys/bus/virtio/drivers/virtio_scsi_sqcq/bind
+	check "reset-under-load rebind" wait_for 30 bound "$SLOT_A"
+	wait_for 30 scsi_host "$SLOT_A" && scan "$SLOT_A"
+	if wait_for 60 has_disk "$SLOT_A" 0; then
+		DISK_A=${DISKS[0]}
+		pass "reset-under-load disk back ($DISK_A)"
+		if [ "$E2E_HOST" != intree ]; then
+			mode=""
+			while read -r key val; do
+				[ "$key" = mode: ] && mode=$val
+			done <"/sys/kernel/debug/virtio_scsi_sqcq/$vname/info"
+			check "reset-under-load sqcq again (mode $mode)" [ "$mode" = sqcq ]
+		fi
+		fio_verify after-reset "$DISK_A:4m"
+		check "reset-under-load fio-verify-crc32c after the reset ($DISK_A)" job_ok "$DISK_A"
+	else
+		fail "reset-under-load disk back (no disk 60 s after the rebind)"
+		DISK_A=""
+	fi
+	phase "reset under load"
 fi
 
 # ---- 3. LUN hotplug driven by L1 ---------------------------------------------

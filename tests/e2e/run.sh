@@ -30,11 +30,14 @@
 # fio (E2E_FIO_TIMEOUT, default 600 s), each hotplug step, and a watchdog
 # that ends the run when L1 stops beating for E2E_STALL_S (default 240 s).
 # A run that fails because the emulator did (that watchdog, "KVM internal
-# error" from L2's QEMU, a silent reset of L1) is repeated once
-# (E2E_RETRIES); the output of every attempt comes live with lower-case
+# error" from L2's QEMU, a silent reset of L1) is repeated (up to
+# E2E_RETRIES, default 2, times); the output of every attempt comes live with lower-case
 # "pass:"/"fail:", the deciding attempt's PASS:/FAIL: lines follow at the end.
 # L2 runs under KVM in L1 when it can (tests/vm/nested.sh;
-# SQCQ_VM_NESTED_ACCEL=tcg forces TCG inside TCG, far slower).  Logs of the
+# SQCQ_VM_NESTED_ACCEL=tcg forces TCG inside TCG, far slower).  Passed on to
+# L1 and L2: E2E_GUEST_PARAMS, E2E_HOST_PARAMS (insmod parameters), E2E_L2_SMP,
+# E2E_RESET=0 (no device reset under load), E2E_L2_SCRIPT (another L2 part),
+# every CMP_* variable (bench/compare.sh).  Logs of the
 # last run: out/logs/e2e-HOST-GUEST-ABI/ (console, fio output, L2 kernel log).
 set -euo pipefail
 
@@ -129,6 +132,11 @@ watchdog() {
 		return 0
 	done
 }
+# Settings of another L2 script (E2E_L2_SCRIPT), e.g. bench/compare-l2.sh.
+cmp_env=()
+for v in $(compgen -e); do
+	[[ "$v" == CMP_* ]] && cmp_env+=(--env "$v=${!v}")
+done
 # attempt N: one run of L1 (and L2) into $work/try-N/; its output comes
 # through live with the result lines in lower case ("pass:", "fail:"), so
 # that only the deciding attempt's lines count (printed at the end).
@@ -146,6 +154,9 @@ attempt() {
 			--env "E2E_L2_INITRD_EXTRA=$l2_initrd_extra" \
 			--env "E2E_L2_APPEND=${E2E_L2_APPEND:-}" \
 			--env "E2E_GUEST_PARAMS=${E2E_GUEST_PARAMS:-}" \
+			--env "E2E_HOST_PARAMS=${E2E_HOST_PARAMS:-}" --env "E2E_RESET=${E2E_RESET:-1}" \
+			--env "E2E_L2_SMP=${E2E_L2_SMP:-1}" \
+			--env "E2E_L2_SCRIPT=${E2E_L2_SCRIPT:-tests/e2e/l2.sh}" "${cmp_env[@]}" \
 			-- tests/e2e/l1.sh "$host" "$guest"
 	) 2>&1 | tee "$dir/log" | sed -u -e 's/^PASS: /pass: /' -e 's/^FAIL: /fail: /'
 	st=${PIPESTATUS[0]}
@@ -166,7 +177,7 @@ emulator_fault() {
 	grep -q '^FAIL: vm-boot (VM exited (QEMU status 0) without' "$log" &&
 		! grep -q '^FAIL: vm-kernel-log' "$log"
 }
-retries=${E2E_RETRIES:-1}
+retries=${E2E_RETRIES:-2}
 try=1
 set +e
 while :; do
