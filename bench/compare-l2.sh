@@ -28,46 +28,17 @@ TPGT=${E2E_TPGT:?}
 RT=${CMP_RUNTIME:-5}
 POINTS=${CMP_POINTS:-randread:1:1 randread:32:1 randwrite:1:1 randwrite:32:1 randread:32:4}
 IDLE_S=${CMP_IDLE_S:-3}
-fails=0
-
-pass() { echo "PASS: compare $*"; }
-fail() { echo "FAIL: compare $*"; fails=$((fails + 1)); }
-log() { echo "compare-l2: [${SECONDS}s] $*" >&2; }
-exec {nap_fd}<> <(:)
-nap() { read -r -t "$1" -u "$nap_fd" _; }
-wait_for() {
-	local end=$((SECONDS + $1))
-	shift
-	while :; do
-		"$@" && return 0
-		[ "$SECONDS" -lt "$end" ] || return 1
-		nap 0.5
-	done
-}
+PREFIX=compare TAG=compare-l2
+# shellcheck source=tests/e2e/l2-lib.sh
+. tests/e2e/l2-lib.sh
 [ "$GUEST" = sqcq ] || { fail "guest driver must be sqcq (got $GUEST)"; exit 1; }
 
-vdev() {
-	local d
-	REPLY=""
-	for d in /sys/bus/pci/devices/0000:00:"$SLOT_A".0/virtio*; do
-		[ -d "$d" ] && { REPLY=$d; return 0; }
-	done
-	return 1
-}
-bound() { vdev && [ -e "/sys/bus/virtio/drivers/virtio_scsi_sqcq/${REPLY##*/}" ]; }
-scsi_host() {
-	local h
-	vdev || return 1
-	for h in "$REPLY"/host*; do
-		[ -d "$h" ] && { REPLY=${h##*/}; return 0; }
-	done
-	return 1
-}
+bound() { vdev "$SLOT_A" && [ -e "/sys/bus/virtio/drivers/virtio_scsi_sqcq/${REPLY##*/}" ]; }
 # disk: DISK = /dev path of LUN 0 of target $TPGT.
 disk() {
 	local d
 	DISK=""
-	vdev || return 1
+	vdev "$SLOT_A" || return 1
 	for d in "$REPLY"/host*/target*:0:"$TPGT"/*:0:"$TPGT":0/block/*; do
 		[ -e "$d" ] && { DISK=/dev/${d##*/}; [ -b "$DISK" ]; return; }
 	done
@@ -105,7 +76,7 @@ for mode in classic sqcq; do
 		fail "$mode insmod"
 		continue
 	fi
-	if ! wait_for 30 bound || ! wait_for 30 scsi_host; then
+	if ! wait_for 30 bound || ! wait_for 30 scsi_host "$SLOT_A"; then
 		fail "$mode driver bound"
 		rmmod virtio_scsi_sqcq
 		continue
@@ -116,7 +87,7 @@ for mode in classic sqcq; do
 		rmmod virtio_scsi_sqcq
 		continue
 	fi
-	vdev
+	vdev "$SLOT_A"
 	DBG=/sys/kernel/debug/virtio_scsi_sqcq/${REPLY##*/}
 	info mode
 	got=$REPLY

@@ -14,7 +14,7 @@
 # --short: the demo's form (four points, 3 s each).  Host parameters:
 # CMP_HOST_PARAMS (default "poll_idle_us=200000": under TCG a host poller
 # with a shorter timeout sleeps between the guest's requests); guest:
-# CMP_GUEST_PARAMS (default "poll_idle_us=1000"); CMP_L2_SMP: the nested
+# CMP_GUEST_PARAMS (default "poll_idle_us=200000", the same reason); CMP_L2_SMP: the nested
 # guest's vCPUs (default 2).
 # Only ratios and counts mean anything here (TCG, nested): nothing asserts
 # a timing.  Exit status 0 when both modes ran every point and negotiated
@@ -41,7 +41,7 @@ trap 'rm -f "$log"' EXIT
 set +e
 E2E_L2_SCRIPT=bench/compare-l2.sh \
 E2E_HOST_PARAMS=${CMP_HOST_PARAMS:-poll_idle_us=200000} \
-E2E_GUEST_PARAMS=${CMP_GUEST_PARAMS:-poll_idle_us=1000} \
+E2E_GUEST_PARAMS=${CMP_GUEST_PARAMS:-poll_idle_us=200000} \
 E2E_L2_SMP=${CMP_L2_SMP:-2} CMP_RUNTIME=$rt CMP_POINTS=$points \
 	tests/e2e/run.sh --kernel "$id" --host sqcq --guest sqcq --no-hotplug \
 	--timeout 2400 --l2-timeout 2100 2>&1 | tee "$log" | grep --line-buffered -E '^(e2e|compare-l2|pass:|fail:|PASS:|FAIL:)'

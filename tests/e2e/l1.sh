@@ -111,17 +111,20 @@ host_idle_ticks() {
 	read -ra b <"/proc/$pid/stat" || return 1
 	echo $(((b[13] + b[14]) - (a[13] + a[14])))
 }
-# watch_l2: answer hotplug-{add,del}.req files (LUN 1 on WWPN_A's TPG) and
-# hotplug-idle.req (the host poller's CPU while idle, for compare-l2.sh).
+# watch_l2: answer hotplug-{add,del}.req files (LUN 1 on WWPN_A's TPG),
+# hotplug-idle.req (the host poller's CPU while idle, for compare-l2.sh) and
+# hotplug-sqcq{0,1}.req (our host's sqcq parameter).
 watch_l2() {
 	local what ans
 	while sleep 0.5; do
-		for what in add del idle; do
+		for what in add del idle sqcq0 sqcq1; do
 			[ -e "$l2dir/hotplug-$what.req" ] || continue
 			rm -f "$l2dir/hotplug-$what.req"
 			sleep 1 # let L2 start watching before the event goes out
 			if [ "$what" = idle ]; then
 				ans=$(host_idle_ticks "${CMP_IDLE_S:-3}" 2>&1)
+			elif [ "$what" = sqcq0 ] || [ "$what" = sqcq1 ]; then
+				ans=$(printf "%s\n" "${what#sqcq}" 2>&1 >"/sys/module/$MOD/parameters/sqcq") && ans=ok
 			elif [ "$what" = add ]; then
 				ans=$(sqcq_target_add_lun "$FABRIC" "$WWPN_A" "$TPGT" 1 16 2>&1) && ans=ok
 			else

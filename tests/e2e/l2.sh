@@ -16,11 +16,13 @@
 #   E2E_MIN_IOS     I/Os (reads + writes) device A must complete at least
 #   E2E_HOTPLUG     1: run the LUN hotplug handshake with L1
 #   E2E_RESET       1: reset the device under load (our guest driver only)
+#                   and, with our host, switch its sqcq parameter to 0 and
+#                   back across two more resets
 # Prints PASS:/FAIL: lines "e2e LABEL ..."; exit status 0 when all passed.
 #
 # Starting a process costs seconds in a nested guest, so everything that
-# polls uses bash builtins only (no $(...), no sleep, sed, cut, ...), and
-# fio runs twice in all.
+# polls uses bash builtins only (no $(...), no sleep, sed, cut, ...;
+# tests/e2e/l2-lib.sh), and fio runs only where data is checked.
 set -u
 GUEST=${1:?GUEST}
 LABEL=${2:?LABEL}
@@ -28,54 +30,14 @@ KO=${3:-}
 SLOT_A=${E2E_SLOT_A:?}
 SLOT_B=${E2E_SLOT_B:-}
 TPGT=${E2E_TPGT:?}
-fails=0
 t_mark=$SECONDS
-
-pass() { echo "PASS: e2e $LABEL $*"; }
-fail() { echo "FAIL: e2e $LABEL $*"; fails=$((fails + 1)); }
-check() {
-	local name=$1
-	shift
-	if "$@"; then pass "$name"; else fail "$name"; fi
-}
-log() { echo "e2e-l2: [${SECONDS}s] $*" >&2; }
+PREFIX="e2e $LABEL" TAG=e2e-l2
+# shellcheck source=tests/e2e/l2-lib.sh
+. tests/e2e/l2-lib.sh
 # phase NAME: print the wall time since the previous phase mark.
 phase() {
 	echo "e2e-time: L2 $1 $((SECONDS - t_mark))s" >&2
 	t_mark=$SECONDS
-}
-# nap SECONDS: sleep without starting a process (read on a pipe nobody
-# writes to).
-exec {nap_fd}<> <(:)
-nap() { read -r -t "$1" -u "$nap_fd" _; }
-# wait_for SECONDS CMD...: poll CMD until it succeeds, for at most SECONDS.
-wait_for() {
-	local end=$((SECONDS + $1))
-	shift
-	while :; do
-		"$@" && return 0
-		[ "$SECONDS" -lt "$end" ] || return 1
-		nap 0.5
-	done
-}
-
-# vdev SLOT: REPLY = the virtio device directory under that PCI slot.
-vdev() {
-	local d
-	REPLY=""
-	for d in /sys/bus/pci/devices/0000:00:"$1".0/virtio*; do
-		[ -d "$d" ] && { REPLY=$d; return 0; }
-	done
-	return 1
-}
-# scsi_host SLOT: REPLY = its SCSI host (hostN).
-scsi_host() {
-	local h
-	vdev "$1" || return 1
-	for h in "$REPLY"/host*; do
-		[ -d "$h" ] && { REPLY=${h##*/}; return 0; }
-	done
-	return 1
 }
 # disks SLOT [LUN]: DISKS = /dev paths of the disks of target $TPGT (all
 # LUNs or LUN) under SLOT.
@@ -258,14 +220,33 @@ if [ "$GUEST" = sqcq ] && [ -n "${E2E_HOST:-}" ] && vdev "$SLOT_A"; then
 	check "sqcq-log-line ($pat)" [ -z "${klog##*"$pat"*}" ]
 fi
 
-# ---- 2c. device reset under load (our guest driver) -------------------------
-# Unbinding the driver resets the virtio device (the host tears SQ/CQ down
-# while its poller may be serving requests); binding it again probes anew
-# and, with our host, negotiates SQ/CQ again.  fio runs throughout: its
-# errors while the disk goes away are expected; afterwards a fresh verify
-# must pass.
-if [ "$GUEST" = sqcq ] && [ -n "$DISK_A" ] && [ "${E2E_RESET:-1}" = 1 ] && vdev "$SLOT_A"; then
+# rebind_a: unbind our driver from device A (a virtio device reset: the
+# host tears SQ/CQ down, whatever its poller is doing) and bind it again
+# (a new probe, a new SQ/CQ setup); DISK_A = its LUN 0 again, MODE = the
+# mode the new probe negotiated.
+rebind_a() {
+	local vname
+	MODE=""
+	vdev "$SLOT_A" || return 1
 	vname=${REPLY##*/}
+	echo "$vname" >/sys/bus/virtio/drivers/virtio_scsi_sqcq/unbind
+	unbound() { [ ! -e "/sys/bus/virtio/drivers/virtio_scsi_sqcq/$vname" ]; }
+	wait_for 60 unbound || { log "$vname still bound 60 s after unbind"; return 1; }
+	echo "$vname" >/sys/bus/virtio/drivers/virtio_scsi_sqcq/bind
+	wait_for 30 bound "$SLOT_A" || { log "$vname not bound again"; return 1; }
+	wait_for 30 scsi_host "$SLOT_A" && scan "$SLOT_A"
+	wait_for 60 has_disk "$SLOT_A" 0 || { log "no disk 60 s after the rebind"; return 1; }
+	DISK_A=${DISKS[0]}
+	while read -r key val; do
+		[ "$key" = mode: ] && MODE=$val
+	done <"/sys/kernel/debug/virtio_scsi_sqcq/$vname/info"
+}
+
+# ---- 2c. device reset under load (our guest driver) -------------------------
+# fio runs while the device is reset and probed again; its errors while the
+# disk goes away are expected; afterwards a fresh verify must pass, and
+# with our host SQ/CQ is negotiated again.
+if [ "$GUEST" = sqcq ] && [ -n "$DISK_A" ] && [ "${E2E_RESET:-1}" = 1 ]; then
 	fio --eta=never --output=/tmp/fio-reset.log --name=load --filename="$DISK_A" \
 		--ioengine=libaio --direct=1 --rw=randrw --bs=4k --iodepth=16 \
 		--time_based --runtime=120 --size=16m >/dev/null 2>&1 &
@@ -277,32 +258,47 @@ if [ "$GUEST" = sqcq ] && [ -n "$DISK_A" ] && [ "${E2E_RESET:-1}" = 1 ] && vdev 
 	wait_for 60 under_load
 	ios "$DISK_A"
 	log "device reset with fio running ($((REPLY - r0)) I/Os so far)"
-	echo "$vname" >/sys/bus/virtio/drivers/virtio_scsi_sqcq/unbind
-	unbound() { [ ! -e "/sys/bus/virtio/drivers/virtio_scsi_sqcq/$vname" ]; }
-	check "reset-under-load unbind" wait_for 60 unbound
+	if rebind_a; then
+		pass "reset-under-load (unbind, rebind, disk back as $DISK_A)"
+		if [ "$E2E_HOST" != intree ]; then
+			check "reset-under-load sqcq again (mode $MODE)" [ "$MODE" = sqcq ]
+		fi
+	else
+		fail "reset-under-load (unbind, rebind, disk back)"
+		DISK_A=""
+	fi
 	wait_for 60 fio_gone "$fpid"
 	kill -9 "$fpid" 2>/dev/null
 	wait "$fpid" 2>/dev/null
-	echo "$vname" >/sys/bus/virtio/drivers/virtio_scsi_sqcq/bind
-	check "reset-under-load rebind" wait_for 30 bound "$SLOT_A"
-	wait_for 30 scsi_host "$SLOT_A" && scan "$SLOT_A"
-	if wait_for 60 has_disk "$SLOT_A" 0; then
-		DISK_A=${DISKS[0]}
-		pass "reset-under-load disk back ($DISK_A)"
-		if [ "$E2E_HOST" != intree ]; then
-			mode=""
-			while read -r key val; do
-				[ "$key" = mode: ] && mode=$val
-			done <"/sys/kernel/debug/virtio_scsi_sqcq/$vname/info"
-			check "reset-under-load sqcq again (mode $mode)" [ "$mode" = sqcq ]
-		fi
+	if [ -n "$DISK_A" ]; then
 		fio_verify after-reset "$DISK_A:4m"
 		check "reset-under-load fio-verify-crc32c after the reset ($DISK_A)" job_ok "$DISK_A"
-	else
-		fail "reset-under-load disk back (no disk 60 s after the rebind)"
-		DISK_A=""
 	fi
 	phase "reset under load"
+fi
+
+# ---- 2d. host sqcq=0: classic at the next setup, SQ/CQ again after ----------
+# The host's sqcq parameter is read at each setup request (L1 writes it):
+# with 0 the next probe answers DISABLED and the device works classic.
+if [ "$GUEST" = sqcq ] && [ "$E2E_HOST" != intree ] && [ -n "$DISK_A" ] &&
+	[ "${E2E_RESET:-1}" = 1 ]; then
+	if ask_l1 sqcq0 && rebind_a; then
+		check "host-sqcq=0 classic at the next probe (mode $MODE)" [ "$MODE" = classic ]
+		klog=$(dmesg)
+		pat="SQ/CQ not available (disabled on host)"
+		check "host-sqcq=0 log line ($pat)" [ -z "${klog##*"$pat"*}" ]
+		fio_verify host-sqcq0 "$DISK_A:2m"
+		check "host-sqcq=0 fio-verify-crc32c ($DISK_A)" job_ok "$DISK_A"
+	else
+		fail "host-sqcq=0 (L1 could not set it, or the device did not come back)"
+	fi
+	if ask_l1 sqcq1 && rebind_a; then
+		check "host-sqcq=1 sqcq at the next probe (mode $MODE)" [ "$MODE" = sqcq ]
+	else
+		fail "host-sqcq=1 (L1 could not set it, or the device did not come back)"
+		DISK_A=""
+	fi
+	phase "host sqcq=0/1"
 fi
 
 # ---- 3. LUN hotplug driven by L1 ---------------------------------------------

@@ -129,6 +129,10 @@ log "disks: $DISK_A $DISK_B"
 both_ready() { disk_ready "$DISK_A" && disk_ready "$DISK_B"; }
 check "disk-nodes" both_ready
 check "io_poll-enabled" [ "$(cat /sys/block/${DISK_A#/dev/}/queue/io_poll 2>/dev/null)" = 1 ]
+# QEMU's own virtio-scsi does not know the SQ/CQ setup request (sqcq=1 is
+# the default): the device stays classic, with the one line saying why.
+check "sqcq-fallback-classic (QEMU virtio-scsi: mode $(info mode))" [ "$(info mode)" = classic ]
+check "sqcq-fallback-log-line" bash -c "dmesg | grep -q 'SQ/CQ not available'"
 
 # ---- 3. data integrity, libaio and io_uring, 512 B .. 1 MiB ---------
 log "section 3: data integrity, libaio and io_uring, 512 B .. 1 MiB"

@@ -94,6 +94,75 @@ echo "  idle run: $res; host sleeps $sl wakeups $wk"
 	fail "idle-sleep-kick-wakes (rc $rc, sleeps $sl, wakeups $wk)"
 echo 20000 >$P/poll_idle_us
 
+# 4b. Runtime changes under load (a verified SQ/CQ load runs throughout):
+# poll_cpu rebinds the running poller within a poll loop pass; its CPU
+# going offline moves it and I/O goes on; poll_cpu emptied unbinds it;
+# poll_idle_us=0 makes it sleep whenever a pass finds no work.
+echo 200000 >$P/poll_idle_us
+"$CLIENT" /dev/vhost-scsi-sqcq $W -s -q 2 -d 4 -m verify -t 40 -i 200000 -D \
+	>/tmp/sqcq-rt.out 2>&1 &
+pid=$!
+wpid=""
+for _ in $(seq 50); do
+	wpid=$(grep -l '^vhost-sqcq-' /proc/[0-9]*/comm 2>/dev/null | head -n 1 | cut -d/ -f3)
+	[ -n "$wpid" ] && grep -qs "^mode: sqcq" $DBG/dev*/queues && break
+	sleep 0.2
+done
+allowed() { sed -n 's/^Cpus_allowed_list:[[:space:]]*//p' "/proc/$wpid/status"; }
+# on_cpu: the CPU the poller last ran on (field 39 of /proc/PID/stat).
+on_cpu() { awk '{ print $39 }' "/proc/$wpid/stat"; }
+requests() { awk 'NF >= 10 && $1 ~ /^[0-9]+$/ { s += $6 } END { print s + 0 }' $DBG/dev*/queues; }
+wait_until() {	# wait_until SECONDS CMD...
+	local n=$(($1 * 10))
+	shift
+	while [ $n -gt 0 ]; do
+		"$@" && return 0
+		sleep 0.1
+		n=$((n - 1))
+	done
+	return 1
+}
+is_allowed() { [ "$(allowed)" = "$1" ]; }
+more_requests() { [ "$(requests)" -gt "$1" ]; }
+if [ -n "$wpid" ] && [ "$(nproc)" -ge 2 ]; then
+	echo 1 >$P/poll_cpu
+	wait_until 5 is_allowed 1 && pass "runtime poll_cpu=1 rebinds the busy poller" ||
+		fail "runtime poll_cpu=1 rebinds the busy poller (allowed: $(allowed))"
+	if [ -w /sys/devices/system/cpu/cpu1/online ] &&
+		echo 0 >/sys/devices/system/cpu/cpu1/online; then
+		r0=$(requests)
+		sleep 2
+		kill -0 "$wpid" 2>/dev/null && [ "$(on_cpu)" != 1 ] &&
+			wait_until 10 more_requests "$r0" &&
+			pass "poll_cpu offline: poller moved to CPU $(on_cpu), I/O goes on" ||
+			fail "poll_cpu offline (poller alive: $(kill -0 "$wpid" 2>/dev/null && echo yes || echo no), CPU $(on_cpu), requests $r0 -> $(requests))"
+		echo 1 >/sys/devices/system/cpu/cpu1/online ||
+			fail "CPU 1 back online"
+	else
+		fail "poll_cpu offline (cannot take CPU 1 offline)"
+	fi
+	echo >$P/poll_cpu
+	wait_until 5 is_allowed "0-$(($(nproc --all) - 1))" &&
+		pass "runtime poll_cpu= (empty) unbinds it ($(allowed))" ||
+		fail "runtime poll_cpu= (empty) unbinds it (allowed: $(allowed))"
+	s0=$(sed -n 's/^poll_sleeps: //p' $DBG/dev*/queues)
+	echo 0 >$P/poll_idle_us
+	sleeps_grow() { [ "$(sed -n 's/^poll_sleeps: //p' $DBG/dev*/queues)" -gt "$s0" ]; }
+	wait_until 10 sleeps_grow &&
+		pass "runtime poll_idle_us=0 under load: the poller sleeps ($s0 -> $(sed -n 's/^poll_sleeps: //p' $DBG/dev*/queues))" ||
+		fail "runtime poll_idle_us=0 under load: no sleeps ($s0)"
+else
+	fail "runtime changes under load (no poller found, or 1 CPU)"
+fi
+wait $pid
+rc=$?
+echo 20000 >$P/poll_idle_us
+res=$(grep '^ios=' /tmp/sqcq-rt.out)
+echo "  runtime-change run: $res"
+[ $rc = 0 ] && [ "$(field errors "$res")" = 0 ] && [ "$(field ios "$res")" -gt 0 ] &&
+	pass "runtime changes under load: verify ($(field ios "$res") I/Os, 0 errors)" ||
+	fail "runtime changes under load: verify (rc $rc: $(tail -3 /tmp/sqcq-rt.out | tr '\n' ' '))"
+
 # 5. The client killed while its device polls.
 "$CLIENT" /dev/vhost-scsi-sqcq $W -s -q 2 -d 4 -m write -t 120 >/dev/null 2>&1 &
 pid=$!
