@@ -240,6 +240,7 @@ rebind_a() {
 	while read -r key val; do
 		[ "$key" = mode: ] && MODE=$val
 	done <"/sys/kernel/debug/virtio_scsi_sqcq/$vname/info"
+	[ -n "$MODE" ]
 }
 
 # ---- 2c. device reset under load (our guest driver) -------------------------
