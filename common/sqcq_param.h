@@ -7,7 +7,7 @@
  * Writes arrive through sysfs (or the module command line) with the module's
  * parameter lock held, so setters never race each other.  Pollers read the
  * values through the snapshot helpers, which take sqcq_param_lock, and look
- * at sqcq_param_gen to notice a change at their next idle/wake cycle.
+ * at sqcq_param_gen to notice a change at their next poll pass.
  */
 #ifndef SQCQ_PARAM_H
 #define SQCQ_PARAM_H

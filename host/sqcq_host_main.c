@@ -41,11 +41,11 @@ MODULE_PARM_DESC(sqcq,
 
 module_param_cb(poll_cpu, &sqcq_poll_cpu_ops, NULL, 0644);
 MODULE_PARM_DESC(poll_cpu,
-	"CPU list the host poll threads are bound to, round-robin (default empty: unbound; all CPUs must be online; runtime writes apply at each poller's next idle/wake cycle)");
+	"CPU list the host poll threads are bound to, round-robin (default empty: unbound; all CPUs must be online; runtime writes apply at each poller's next pass, a sleeping one's when it wakes)");
 
 module_param_cb(poll_idle_us, &sqcq_poll_idle_ops, NULL, 0644);
 MODULE_PARM_DESC(poll_idle_us,
-	"Busy-poll time in microseconds without work before a poller sets NEED_WAKEUP and sleeps, 0..1000000 (default 1000; runtime writes apply at the next idle/wake cycle)");
+	"Busy-poll time in microseconds without work before a poller sets NEED_WAKEUP and sleeps, 0..1000000 (default 1000; runtime writes apply at each poller's next pass)");
 
 static bool takeover;
 module_param(takeover, bool, 0444);
