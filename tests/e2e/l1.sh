@@ -28,14 +28,14 @@ GUEST=${2:?GUEST}
 LABEL="$HOST/$GUEST"
 ROOT=$(pwd)
 OUT=$ROOT/out/$SQCQ_ABI
-fails=0
 t_mark=$SECONDS
+PREFIX="e2e $LABEL"
 
 # shellcheck source=tests/lib/target.sh
 . "$ROOT/tests/lib/target.sh"
 
-pass() { echo "PASS: e2e $LABEL $*"; }
-fail() { echo "FAIL: e2e $LABEL $*"; fails=$((fails + 1)); }
+# shellcheck source=tests/lib/check.sh
+. "$ROOT/tests/lib/check.sh"
 log() { echo "e2e-l1: [${SECONDS}s] $*" >&2; }
 phase() {
 	echo "e2e-time: L1 $1 $((SECONDS - t_mark))s" >&2
@@ -166,7 +166,7 @@ l2rc=0
 # in the nested guest (run.sh builds that initramfs into the shared cache).
 SQCQ_VM_INITRD_EXTRA=${E2E_L2_INITRD_EXTRA:-scsi_mod sd_mod} \
 	"$ROOT/tests/vm/nested.sh" --timeout "${E2E_L2_TIMEOUT:-900}" --results "$l2dir" \
-	--smp "${E2E_L2_SMP:-1}" \
+	--smp "${E2E_L2_SMP:-1}" --kernel "${E2E_L2_ABI:-$SQCQ_ABI}" \
 	--append "$append" "${qargs[@]}" \
 	--env "E2E_SLOT_A=$SLOT_A" --env "E2E_SLOT_B=$slot_b" --env "E2E_TPGT=$TPGT" \
 	--env "E2E_FIO_SIZE=${E2E_FIO_SIZE:-32m}" --env "E2E_MIN_IOS=${E2E_MIN_IOS:-10000}" \
@@ -174,7 +174,8 @@ SQCQ_VM_INITRD_EXTRA=${E2E_L2_INITRD_EXTRA:-scsi_mod sd_mod} \
 	--env "E2E_FIO_TIMEOUT=${E2E_FIO_TIMEOUT:-600}" \
 	--env "E2E_GUEST_PARAMS=${E2E_GUEST_PARAMS:-}" --env "E2E_RESET=${E2E_RESET:-1}" \
 	"${cmp_env[@]}" \
-	-- "${E2E_L2_SCRIPT:-tests/e2e/l2.sh}" "$GUEST" "$LABEL" "$OUT/guest/virtio_scsi_sqcq.ko" || l2rc=$?
+	-- "${E2E_L2_SCRIPT:-tests/e2e/l2.sh}" "$GUEST" "$LABEL" \
+	"$ROOT/out/${E2E_L2_ABI:-$SQCQ_ABI}/guest/virtio_scsi_sqcq.ko" || l2rc=$?
 exec 7>&-
 kill "$watch_pid" 2>/dev/null
 wait "$watch_pid" 2>/dev/null

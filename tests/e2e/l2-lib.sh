@@ -1,33 +1,13 @@
 # shellcheck shell=bash
 # Helpers of the scripts that run in the nested guest (tests/e2e/l2.sh,
-# bench/compare-l2.sh); sourced.  Starting a process costs seconds there,
-# so these use bash builtins only.
-# The caller sets PREFIX (start of its PASS:/FAIL: lines) and TAG (its log
-# lines' tag) first.
-fails=0
+# bench/compare-l2.sh); sourced from the repository root.  Starting a
+# process costs seconds there, so these use bash builtins only.
+# The caller sets PREFIX (start of its PASS:/FAIL: lines, see
+# tests/lib/check.sh) and TAG (its log lines' tag) first.
+# shellcheck source=tests/lib/check.sh
+. tests/lib/check.sh
 
-pass() { echo "PASS: $PREFIX $*"; }
-fail() { echo "FAIL: $PREFIX $*"; fails=$((fails + 1)); }
-check() {
-	local name=$1
-	shift
-	if "$@"; then pass "$name"; else fail "$name"; fi
-}
 log() { echo "$TAG: [${SECONDS}s] $*" >&2; }
-# nap SECONDS: sleep without starting a process (read on a pipe nobody
-# writes to).
-exec {nap_fd}<> <(:)
-nap() { read -r -t "$1" -u "$nap_fd" _; }
-# wait_for SECONDS CMD...: poll CMD until it succeeds, for at most SECONDS.
-wait_for() {
-	local end=$((SECONDS + $1))
-	shift
-	while :; do
-		"$@" && return 0
-		[ "$SECONDS" -lt "$end" ] || return 1
-		nap 0.5
-	done
-}
 # vdev SLOT: REPLY = the virtio device directory under that PCI slot.
 vdev() {
 	local d

@@ -1,7 +1,7 @@
 #!/bin/bash
 # tests/e2e/run.sh [--kernel ID] [--host intree|sqcq|takeover] [--guest intree|sqcq]
 #                  [--timeout S] [--l2-timeout S] [--fio-size SIZE]
-#                  [--min-ios N] [--no-hotplug]
+#                  [--min-ios N] [--no-hotplug] [--l2-kernel ID]
 #
 # Nested end-to-end test with an unmodified QEMU on both levels:
 #   L0 (this machine) boots L1 (tests/vm/run.sh, Debian kernel ID, default
@@ -22,6 +22,10 @@
 #   --guest intree  the kernel's virtio_scsi
 #   --guest sqcq    out/<abi>/guest/virtio_scsi_sqcq.ko (default), the in-tree
 #                   driver blacklisted
+#   --l2-kernel ID  boot L2 with another kernel of the matrix (default: L1's);
+#                   e.g. --kernel 7.2 --l2-kernel 6.1 (KVM in a 7.2 L1 on
+#                   TCG's emulated SVM often stops a 7.2 L2 with "KVM
+#                   internal error", a 6.1 L2 less often)
 #
 # Modules come from out/<abi>/ (built by tests/matrix.sh ID when missing).
 # Prints "PASS:/FAIL: e2e HOST/GUEST ..." lines and the wall time of each
@@ -63,6 +67,7 @@ while [ $# -gt 0 ]; do
 	--fio-size) fio_size=$2; shift 2 ;;
 	--min-ios) min_ios=$2; shift 2 ;;
 	--no-hotplug) hotplug=0; shift ;;
+	--l2-kernel) l2_id=$2; shift 2 ;;
 	-h | --help) usage ;;
 	*) echo "${0##*/}: unknown option $1" >&2; usage ;;
 	esac
@@ -97,7 +102,15 @@ fi
 # L2's initramfs (with scsi_mod and sd_mod, see l1.sh), built here into the
 # shared cache: L1 finds it there instead of building it (~1 min in L1).
 sqcq_vm_install_deps
-kdir=$(sqcq_vm_fetch_kernel "$id") || { echo "FAIL: e2e $label $id: no kernel image"; exit 1; }
+# L2 boots L1's kernel, or --l2-kernel's (ours then come from its out/).
+l2_id=${l2_id:-$id}
+l2_abi=$(sqcq_kernel_abi "$l2_id") || { echo "FAIL: e2e $label $l2_id: cannot resolve the ABI"; exit 1; }
+if [ "$guest" = sqcq ] && [ ! -f "out/$l2_abi/guest/virtio_scsi_sqcq.ko" ]; then
+	tests/matrix.sh "$l2_id" >&2 || true
+	[ -f "out/$l2_abi/guest/virtio_scsi_sqcq.ko" ] ||
+		{ echo "FAIL: e2e $label $l2_id: no guest module (tests/matrix.sh $l2_id)"; exit 1; }
+fi
+kdir=$(sqcq_vm_fetch_kernel "$l2_id") || { echo "FAIL: e2e $label $l2_id: no kernel image"; exit 1; }
 l2_initrd_extra="scsi_mod sd_mod"
 l2_initrd=$(SQCQ_VM_INITRD_EXTRA=$l2_initrd_extra sqcq_vm_initramfs "$kdir") ||
 	{ echo "FAIL: e2e $label $id: cannot build L2's initramfs"; exit 1; }
@@ -108,7 +121,9 @@ prep=$((SECONDS - t0))
 
 work=$(mktemp -d /tmp/sqcq-e2e.XXXXXX)
 trap 'rm -rf "$work"' EXIT
-echo "e2e: $label on $abi (L1: kernel $abi; L2: same kernel, nested)" >&2
+l2_desc="same kernel"
+[ "$l2_abi" = "$abi" ] || l2_desc="kernel $l2_abi"
+echo "e2e: $label on $abi (L1: kernel $abi; L2: $l2_desc, nested)" >&2
 # watchdog DIR: L1 touches DIR/results/heartbeat every 10 s (l1.sh). If it
 # stops for $stall_s, L1 is frozen as a whole (seen with L2 under KVM on
 # TCG's emulated SVM: the VM idles, nothing runs, not even its timers): end
@@ -151,7 +166,7 @@ attempt() {
 			--results "$dir/results" \
 			--env "E2E_L2_TIMEOUT=$l2_timeout" --env "E2E_FIO_SIZE=$fio_size" \
 			--env "E2E_MIN_IOS=$min_ios" --env "E2E_HOTPLUG=$hotplug" \
-			--env "E2E_L2_INITRD_EXTRA=$l2_initrd_extra" \
+			--env "E2E_L2_INITRD_EXTRA=$l2_initrd_extra" --env "E2E_L2_ABI=$l2_abi" \
 			--env "E2E_L2_APPEND=${E2E_L2_APPEND:-}" \
 			--env "E2E_GUEST_PARAMS=${E2E_GUEST_PARAMS:-}" \
 			--env "E2E_HOST_PARAMS=${E2E_HOST_PARAMS:-}" --env "E2E_RESET=${E2E_RESET:-1}" \

@@ -16,20 +16,15 @@ KO=${1:?KO}
 MOD=virtio_scsi_sqcq
 DBG=/sys/kernel/debug/$MOD
 DRV=/sys/bus/virtio/drivers/$MOD
-fails=0
 k=$(uname -r)
+PREFIX="guest $k"
+# shellcheck source=tests/lib/check.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/check.sh"
 EIO_T=${SQCQ_GUEST_EIO_DISK:-}
 # Disks present at bind: targets 0 and 1, plus the error-injecting one.
 NDISKS=2
 [ -n "$EIO_T" ] && NDISKS=3
 
-pass() { echo "PASS: guest $k $*"; }
-fail() { echo "FAIL: guest $k $*"; fails=$((fails + 1)); }
-check() {
-	local name=$1
-	shift
-	if "$@"; then pass "$name"; else fail "$name"; fi
-}
 log() { echo "guest-test: [${SECONDS}s] $*" >&2; }
 # No progress lines: they would share a line with the next PASS:.
 fio() { command fio --eta=never "$@"; }
@@ -63,17 +58,6 @@ our_disks() {
 	for d in /sys/class/scsi_host/host$h/device/target$h:0:$t*/$h:0:*/block/*; do
 		[ -e "$d" ] && echo "/dev/${d##*/}"
 	done | sort
-}
-# wait_for SECONDS CMD...: poll until CMD succeeds.
-wait_for() {
-	local n=$(($1 * 10))
-	shift
-	while [ $n -gt 0 ]; do
-		"$@" && return 0
-		sleep 0.1
-		n=$((n - 1))
-	done
-	return 1
 }
 ndisks() { our_disks "${1:-}" | wc -l; }
 has_disks() { [ "$(ndisks)" -ge "$1" ]; }

@@ -63,15 +63,9 @@ FAB=vhost_sqcq
 WWPN=naa.5001405000000a01
 LUN_MB=32
 CFS=$SQCQ_TARGET_CFS
-fails=0
-
-pass() { echo "PASS: host $*"; }
-fail() { echo "FAIL: host $*"; fails=$((fails + 1)); }
-check() {
-	local name=$1
-	shift
-	if "$@"; then pass "$name"; else fail "$name"; return 1; fi
-}
+PREFIX=host
+# shellcheck source=tests/lib/check.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/check.sh"
 workers() { grep -l '^vhost-sqcq-' /proc/[0-9]*/comm 2>/dev/null | wc -l; }
 no_devices() { [ "$(ls "/sys/kernel/debug/$MOD")" = params ]; }
 # The worker of the device that process $1 owns (comm is cut to 15 bytes).

@@ -8,9 +8,9 @@ C=/sys/kernel/config/target
 P=/sys/module/$MOD/parameters
 W=naa.5001405000000d01
 DBG=/sys/kernel/debug/$MOD
-fails=0
-pass() { echo "PASS: sqcq $*"; }
-fail() { echo "FAIL: sqcq $*"; fails=$((fails + 1)); }
+PREFIX=sqcq
+# shellcheck source=tests/lib/check.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/check.sh"
 workers() { grep -l '^vhost-sqcq-' /proc/[0-9]*/comm 2>/dev/null | wc -l; }
 # field NAME LINE: the value of NAME=... in a vhost-io result line
 field() { echo "$2" | tr ' ' '\n' | sed -n "s/^$1=//p"; }
@@ -112,28 +112,18 @@ allowed() { sed -n 's/^Cpus_allowed_list:[[:space:]]*//p' "/proc/$wpid/status"; 
 # on_cpu: the CPU the poller last ran on (field 39 of /proc/PID/stat).
 on_cpu() { awk '{ print $39 }' "/proc/$wpid/stat"; }
 requests() { awk 'NF >= 10 && $1 ~ /^[0-9]+$/ { s += $6 } END { print s + 0 }' $DBG/dev*/queues; }
-wait_until() {	# wait_until SECONDS CMD...
-	local n=$(($1 * 10))
-	shift
-	while [ $n -gt 0 ]; do
-		"$@" && return 0
-		sleep 0.1
-		n=$((n - 1))
-	done
-	return 1
-}
 is_allowed() { [ "$(allowed)" = "$1" ]; }
 more_requests() { [ "$(requests)" -gt "$1" ]; }
 if [ -n "$wpid" ] && [ "$(nproc)" -ge 2 ]; then
 	echo 1 >$P/poll_cpu
-	wait_until 5 is_allowed 1 && pass "runtime poll_cpu=1 rebinds the busy poller" ||
+	wait_for 5 is_allowed 1 && pass "runtime poll_cpu=1 rebinds the busy poller" ||
 		fail "runtime poll_cpu=1 rebinds the busy poller (allowed: $(allowed))"
 	if [ -w /sys/devices/system/cpu/cpu1/online ] &&
 		echo 0 >/sys/devices/system/cpu/cpu1/online; then
 		r0=$(requests)
 		sleep 2
 		kill -0 "$wpid" 2>/dev/null && [ "$(on_cpu)" != 1 ] &&
-			wait_until 10 more_requests "$r0" &&
+			wait_for 10 more_requests "$r0" &&
 			pass "poll_cpu offline: poller moved to CPU $(on_cpu), I/O goes on" ||
 			fail "poll_cpu offline (poller alive: $(kill -0 "$wpid" 2>/dev/null && echo yes || echo no), CPU $(on_cpu), requests $r0 -> $(requests))"
 		echo 1 >/sys/devices/system/cpu/cpu1/online ||
@@ -142,13 +132,13 @@ if [ -n "$wpid" ] && [ "$(nproc)" -ge 2 ]; then
 		fail "poll_cpu offline (cannot take CPU 1 offline)"
 	fi
 	echo >$P/poll_cpu
-	wait_until 5 is_allowed "0-$(($(nproc --all) - 1))" &&
+	wait_for 5 is_allowed "0-$(($(nproc --all) - 1))" &&
 		pass "runtime poll_cpu= (empty) unbinds it ($(allowed))" ||
 		fail "runtime poll_cpu= (empty) unbinds it (allowed: $(allowed))"
 	s0=$(sed -n 's/^poll_sleeps: //p' $DBG/dev*/queues)
 	echo 0 >$P/poll_idle_us
 	sleeps_grow() { [ "$(sed -n 's/^poll_sleeps: //p' $DBG/dev*/queues)" -gt "$s0" ]; }
-	wait_until 10 sleeps_grow &&
+	wait_for 10 sleeps_grow &&
 		pass "runtime poll_idle_us=0 under load: the poller sleeps ($s0 -> $(sed -n 's/^poll_sleeps: //p' $DBG/dev*/queues))" ||
 		fail "runtime poll_idle_us=0 under load: no sleeps ($s0)"
 else

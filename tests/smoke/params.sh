@@ -12,16 +12,9 @@ KO=${1:?KO_DIR}
 PROBE=${2:?PROBE}
 HOST=vhost_scsi_sqcq
 GUEST=virtio_scsi_sqcq
-fails=0
-
-pass() { echo "PASS: smoke $*"; }
-fail() { echo "FAIL: smoke $*"; fails=$((fails + 1)); }
-# check NAME CMD...: PASS when CMD succeeds.
-check() {
-	local name=$1
-	shift
-	if "$@"; then pass "$name"; else fail "$name"; fi
-}
+PREFIX=smoke
+# shellcheck source=tests/lib/check.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/check.sh"
 param() { cat "/sys/module/$1/parameters/$2" 2>/dev/null; }
 # set_param MOD NAME VALUE: returns the write's status.  echo, not printf:
 # an empty printf performs no write(2) at all, so the setter never runs.
