@@ -44,7 +44,7 @@ E2E_HOST_PARAMS=${CMP_HOST_PARAMS:-poll_idle_us=200000} \
 E2E_GUEST_PARAMS=${CMP_GUEST_PARAMS:-poll_idle_us=200000} \
 E2E_L2_SMP=${CMP_L2_SMP:-2} CMP_RUNTIME=$rt CMP_POINTS=$points \
 	tests/e2e/run.sh --kernel "$id" --host sqcq --guest sqcq --no-hotplug \
-	--timeout 2400 --l2-timeout 2100 2>&1 | tee "$log" | grep --line-buffered -E '^(e2e|compare-l2|pass:|fail:|PASS:|FAIL:)'
+	--timeout 1500 --l2-timeout 1200 2>&1 | tee "$log" | grep --line-buffered -E '^(e2e|compare-l2|pass:|fail:|PASS:|FAIL:)'
 rc=${PIPESTATUS[0]}
 set -e
 

@@ -159,8 +159,26 @@ for v in $(compgen -e); do
 done
 exec 7<>"$NODE" || { fail "open $NODE"; finish; }
 log "starting L2: ${qargs[*]}"
+# watch_l2_stall: L2's script rewrites $l2dir/heartbeat every 5 s
+# (tests/e2e/l2-lib.sh). When that stops for E2E_L2_STALL_S (default 180 s),
+# L2 is frozen (seen with KVM here on TCG's emulated SVM: the nested guest
+# stops while L1 runs on): end its QEMU instead of waiting for the timeout.
+watch_l2_stall() {
+	local last now
+	while sleep 10; do
+		last=$(stat -c %Y "$l2dir/heartbeat" 2>/dev/null) || continue
+		now=$(date +%s)
+		[ $((now - last)) -ge "${E2E_L2_STALL_S:-180}" ] || continue
+		echo "$((now - last))" >"$l2dir/stalled"
+		log "L2 stalled (no heartbeat for $((now - last)) s), ending its QEMU"
+		pkill -TERM -x qemu-system-x86
+		return
+	done
+}
 watch_l2 &
 watch_pid=$!
+watch_l2_stall &
+stall_pid=$!
 l2rc=0
 # scsi_mod and sd_mod load from L2's initramfs: kmod takes ~25 s for them
 # in the nested guest (run.sh builds that initramfs into the shared cache).
@@ -177,8 +195,21 @@ SQCQ_VM_INITRD_EXTRA=${E2E_L2_INITRD_EXTRA:-scsi_mod sd_mod} \
 	-- "${E2E_L2_SCRIPT:-tests/e2e/l2.sh}" "$GUEST" "$LABEL" \
 	"$ROOT/out/${E2E_L2_ABI:-$SQCQ_ABI}/guest/virtio_scsi_sqcq.ko" || l2rc=$?
 exec 7>&-
-kill "$watch_pid" 2>/dev/null
-wait "$watch_pid" 2>/dev/null
+kill "$watch_pid" "$stall_pid" 2>/dev/null
+wait "$watch_pid" "$stall_pid" 2>/dev/null
+# A stalled L2 whose kernel log (kept live) shows a lockup, a hung task or
+# an oops failed in the kernel; one with a clean log stopped as a whole,
+# which is the emulator's doing (tests/e2e/run.sh repeats such a run).
+if [ -s "$l2dir/stalled" ]; then
+	why=$(grep -m1 -E 'soft lockup|hard LOCKUP|hung_task|blocked for more than|BUG:|Oops|self-detected stall|rcu_.*stall' \
+		"$l2dir/dmesg-live.txt" 2>/dev/null)
+	if [ -n "$why" ]; then
+		fail "l2-stalled (kernel log: $why)"
+	else
+		echo "FAIL: vm-l2-stall (no heartbeat from L2 for $(cat "$l2dir/stalled") s, clean kernel log: the nested guest stopped)"
+		fails=$((fails + 1))
+	fi
+fi
 cp -r "$l2dir" "$SQCQ_RESULTS/l2" 2>/dev/null
 if [ "$l2rc" = 0 ]; then pass "l2-run"; else fail "l2-run (nested.sh status $l2rc)"; fi
 phase "L2 (boot+test)"

@@ -8,6 +8,15 @@
 . tests/lib/check.sh
 
 log() { echo "$TAG: [${SECONDS}s] $*" >&2; }
+# Heartbeat for l1.sh's L2 watchdog: $SQCQ_RESULTS/heartbeat rewritten
+# every 5 s while the script runs.
+(while :; do echo "$SECONDS" >"$SQCQ_RESULTS/heartbeat"; nap 5; done) &
+l2_heartbeat_pid=$!
+# The kernel log as it happens: the rig only collects it when the command
+# ends, not when L2 is killed (l1.sh reads it after a stall).
+dmesg -w >"$SQCQ_RESULTS/dmesg-live.txt" 2>&1 &
+l2_dmesg_pid=$!
+trap 'kill "$l2_heartbeat_pid" "$l2_dmesg_pid" 2>/dev/null' EXIT
 # vdev SLOT: REPLY = the virtio device directory under that PCI slot.
 vdev() {
 	local d

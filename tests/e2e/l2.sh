@@ -125,9 +125,6 @@ ask_l1() {
 
 read -r up _ </proc/uptime
 log "kernel $SQCQ_KVER, uptime ${up}s, guest driver $GUEST"
-# The kernel log as it happens: the rig only collects it when the command
-# ends, not when L2 is killed on a timeout.
-dmesg -w >"$SQCQ_RESULTS/dmesg-live.txt" 2>&1 &
 
 # ---- 1. guest driver ---------------------------------------------------------
 # scsi_mod and sd_mod come with the initramfs (l1.sh: SQCQ_VM_INITRD_EXTRA).

@@ -34,7 +34,8 @@
 # fio (E2E_FIO_TIMEOUT, default 600 s), each hotplug step, and a watchdog
 # that ends the run when L1 stops beating for E2E_STALL_S (default 240 s).
 # A run that fails because the emulator did (that watchdog, "KVM internal
-# error" from L2's QEMU, a silent reset of L1) is repeated (up to
+# error" from L2's QEMU, a silent reset of L1, L2 frozen with a clean kernel
+# log: tests/e2e/l1.sh's L2 watchdog) is repeated (up to
 # E2E_RETRIES, default 2, times); the output of every attempt comes live with lower-case
 # "pass:"/"fail:", the deciding attempt's PASS:/FAIL: lines follow at the end.
 # L2 runs under KVM in L1 when it can (tests/vm/nested.sh;
@@ -182,13 +183,14 @@ attempt() {
 }
 # An attempt that failed because the emulator underneath did is repeated,
 # E2E_RETRIES times at most: L1 frozen (watchdog), "KVM internal error" from
-# L2's QEMU, or L1 reset (QEMU exits with status 0, -no-reboot) without a
+# L2's QEMU, L2 frozen with a clean kernel log (FAIL: vm-l2-stall), or L1 reset (QEMU exits with status 0, -no-reboot) without a
 # word in its kernel log (a panic or oops would be there: panic=-1 reboots
 # too, but says so first).
 emulator_fault() {
 	local log=$work/try-$1/log
 	[ -s "$work/try-$1/stall" ] && return 0
 	grep -q '^FAIL: vm-kvm-error' "$log" && return 0
+	grep -q '^FAIL: vm-l2-stall' "$log" && return 0
 	grep -q '^FAIL: vm-boot (VM exited (QEMU status 0) without' "$log" &&
 		! grep -q '^FAIL: vm-kernel-log' "$log"
 }
