@@ -175,9 +175,10 @@ watch_l2_stall() {
 		return
 	done
 }
-watch_l2 &
+# Neither watcher may hold the device open (fd 7): rmmod follows.
+watch_l2 7>&- &
 watch_pid=$!
-watch_l2_stall &
+watch_l2_stall 7>&- &
 stall_pid=$!
 l2rc=0
 # scsi_mod and sd_mod load from L2's initramfs: kmod takes ~25 s for them

@@ -171,7 +171,7 @@ attempt() {
 			--env "E2E_L2_APPEND=${E2E_L2_APPEND:-}" \
 			--env "E2E_GUEST_PARAMS=${E2E_GUEST_PARAMS:-}" \
 			--env "E2E_HOST_PARAMS=${E2E_HOST_PARAMS:-}" --env "E2E_RESET=${E2E_RESET:-1}" \
-			--env "E2E_L2_SMP=${E2E_L2_SMP:-1}" \
+			--env "E2E_L2_SMP=${E2E_L2_SMP:-1}" --env "E2E_L2_STALL_S=${E2E_L2_STALL_S:-180}" \
 			--env "E2E_L2_SCRIPT=${E2E_L2_SCRIPT:-tests/e2e/l2.sh}" "${cmp_env[@]}" \
 			-- tests/e2e/l1.sh "$host" "$guest"
 	) 2>&1 | tee "$dir/log" | sed -u -e 's/^PASS: /pass: /' -e 's/^FAIL: /fail: /'
