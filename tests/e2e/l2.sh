@@ -240,6 +240,53 @@ rebind_a() {
 	[ -n "$MODE" ]
 }
 
+# ---- 2b'. runtime poll_idle_us under load (SQ/CQ with our host) ------------
+# The guest poller reads poll_idle_us on every pass: with 0 it sleeps each
+# time a pass finds no completion (its sleep count grows under load), with
+# 1 s it does not sleep while the load lasts (poll_cpu is tested on the
+# host side, tests/host/sqcq-inside.sh: L2 has one vCPU).
+# sleeps: REPLY = the device's poll_sleeps (debugfs info).
+sleeps() {
+	local key val
+	REPLY=""
+	while read -r key val; do
+		[ "$key" = poll_sleeps: ] && REPLY=$val
+	done <"$1/info"
+	[ -n "$REPLY" ]
+}
+if [ "$GUEST" = sqcq ] && [ "$E2E_HOST" != intree ] && [ -n "$DISK_A" ] && vdev "$SLOT_A"; then
+	d=/sys/kernel/debug/virtio_scsi_sqcq/${REPLY##*/}
+	par=/sys/module/virtio_scsi_sqcq/parameters/poll_idle_us
+	read -r idle0 <"$par"
+	fio --eta=never --output=/tmp/fio-rt.log --name=rt --filename="$DISK_A" \
+		--ioengine=libaio --direct=1 --rw=randrw --bs=4k --iodepth=8 \
+		--time_based --runtime=20 --size=16m >/dev/null 2>&1 &
+	fpid=$!
+	nap 2
+	echo 0 >"$par"
+	sleeps "$d"
+	s0=$REPLY
+	nap 3
+	sleeps "$d"
+	s1=$REPLY
+	check "runtime poll_idle_us=0 under load: the guest poller sleeps ($s0 -> $s1)" [ "$s1" -gt "$s0" ]
+	echo 1000000 >"$par"
+	nap 1
+	sleeps "$d"
+	s2=$REPLY
+	nap 3
+	sleeps "$d"
+	s3=$REPLY
+	# A hiccup of the emulator longer than 1 s may let one sleep through.
+	check "runtime poll_idle_us=1000000 under load: it (almost) stops sleeping ($s2 -> $s3)" \
+		[ $((s3 - s2)) -le $(((s1 - s0) / 10)) ]
+	wait "$fpid"
+	st=$?
+	check "runtime poll_idle_us changes under load: fio ok (status $st)" [ "$st" = 0 ]
+	echo "$idle0" >"$par"
+	phase "runtime poll_idle_us"
+fi
+
 # ---- 2c. device reset under load (our guest driver) -------------------------
 # fio runs while the device is reset and probed again; its errors while the
 # disk goes away are expected; afterwards a fresh verify must pass, and
