@@ -44,24 +44,6 @@ disk() {
 	done
 	return 1
 }
-# counters: REQS KICKS IRQS = sums over the request queues.
-counters() {
-	local q c4 c5 c6
-	REQS=0 KICKS=0 IRQS=0
-	while read -r q _ _ c4 c5 c6 _; do
-		[[ "$q" == request* ]] || continue
-		REQS=$((REQS + c4)) KICKS=$((KICKS + c5)) IRQS=$((IRQS + c6))
-	done <"$DBG/queues"
-}
-# info KEY: REPLY = that line's value in debugfs info.
-info() {
-	local k v
-	REPLY=""
-	while read -r k v; do
-		[ "$k" = "$1:" ] && { REPLY=$v; return 0; }
-	done <"$DBG/info"
-	return 1
-}
 
 [ -d /sys/module/sd_mod ] || modprobe -a scsi_mod sd_mod
 for v in /sys/bus/virtio/drivers/virtio_scsi/virtio*; do
@@ -89,12 +71,12 @@ for mode in classic sqcq; do
 	fi
 	vdev "$SLOT_A"
 	DBG=/sys/kernel/debug/virtio_scsi_sqcq/${REPLY##*/}
-	info mode
+	dbg_value "$DBG" mode
 	got=$REPLY
 	if [ "$got" = "$mode" ]; then pass "$mode mode-negotiated ($got)"; else fail "$mode mode-negotiated (got $got)"; fi
 	for p in $POINTS; do
 		IFS=: read -r rw qd nj <<<"$p"
-		counters
+		queue_sums "$DBG"
 		r0=$REQS k0=$KICKS i0=$IRQS
 		out=/tmp/cmp-$mode-$rw-$qd-$nj.terse
 		timeout -k 5 $((RT + 60)) fio --minimal --name=cmp --filename="$DISK" \
@@ -102,7 +84,7 @@ for mode in classic sqcq; do
 			--numjobs="$nj" --group_reporting --time_based --runtime="$RT" \
 			--size=16m --randrepeat=0 >"$out" 2>/dev/null
 		st=$?
-		counters
+		queue_sums "$DBG"
 		# Terse v3: field 8 read IOPS, field 49 write IOPS.
 		IFS=';' read -ra f <"$out"
 		iops=${f[7]:-0}
@@ -124,11 +106,11 @@ for mode in classic sqcq; do
 		if [ -n "$pid" ]; then
 			nap 1
 			read -ra a <"/proc/$pid/stat"
-			info poll_sleeps
+			dbg_value "$DBG" poll_sleeps
 			s0=$REPLY
 			nap "$IDLE_S"
 			read -ra b <"/proc/$pid/stat"
-			info poll_sleeps
+			dbg_value "$DBG" poll_sleeps
 			ticks=$(( (b[13] + b[14]) - (a[13] + a[14]) ))
 			echo "cmp-idle guest $ticks $IDLE_S $s0 $REPLY"
 		else

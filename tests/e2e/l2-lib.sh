@@ -26,6 +26,29 @@ vdev() {
 	done
 	return 1
 }
+# dbg_value DIR KEY: REPLY = the value of "KEY: value" in the driver's
+# debugfs DIR/info; status 1 when there is no such line.
+dbg_value() {
+	local k v
+	REPLY=""
+	while read -r k v; do
+		[ "$k" = "$2:" ] && { REPLY=$v; return 0; }
+	done <"$1/info"
+	return 1
+}
+# queue_sums DIR: REQS KICKS IRQS DBS SAVED = requests, kicks, interrupts,
+# doorbells and kicks saved summed over the request queues of DIR/queues
+# (columns: queue type mode requests kicks interrupts polls completions
+# doorbells kicks_saved).
+queue_sums() {
+	local q c4 c5 c6 c9 c10
+	REQS=0 KICKS=0 IRQS=0 DBS=0 SAVED=0
+	while read -r q _ _ c4 c5 c6 _ _ c9 c10 _; do
+		[[ "$q" == request* ]] || continue
+		REQS=$((REQS + c4)) KICKS=$((KICKS + c5)) IRQS=$((IRQS + c6))
+		DBS=$((DBS + c9)) SAVED=$((SAVED + c10))
+	done <"$1/queues"
+}
 # scsi_host SLOT: REPLY = its SCSI host (hostN).
 scsi_host() {
 	local h

@@ -12,6 +12,10 @@ PREFIX=sqcq
 # shellcheck source=tests/lib/check.sh
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/check.sh"
 workers() { grep -l '^vhost-sqcq-' /proc/[0-9]*/comm 2>/dev/null | wc -l; }
+# worker_pid: the PID of the first device worker (the poller), if any.
+worker_pid() { grep -l '^vhost-sqcq-' /proc/[0-9]*/comm 2>/dev/null | head -n 1 | cut -d/ -f3; }
+# host_sleeps: the first device's poll_sleeps (debugfs).
+host_sleeps() { sed -n 's/^poll_sleeps: //p' $DBG/dev*/queues | head -n 1; }
 # field NAME LINE: the value of NAME=... in a vhost-io result line
 field() { echo "$2" | tr ' ' '\n' | sed -n "s/^$1=//p"; }
 # dbg_sum COLUMN OUTPUT: sum of a column of the request queues (vq >= 2)
@@ -104,7 +108,7 @@ echo 200000 >$P/poll_idle_us
 pid=$!
 wpid=""
 for _ in $(seq 50); do
-	wpid=$(grep -l '^vhost-sqcq-' /proc/[0-9]*/comm 2>/dev/null | head -n 1 | cut -d/ -f3)
+	wpid=$(worker_pid)
 	[ -n "$wpid" ] && grep -qs "^mode: sqcq" $DBG/dev*/queues && break
 	sleep 0.2
 done
@@ -135,11 +139,11 @@ if [ -n "$wpid" ] && [ "$(nproc)" -ge 2 ]; then
 	wait_for 5 is_allowed "0-$(($(nproc --all) - 1))" &&
 		pass "runtime poll_cpu= (empty) unbinds it ($(allowed))" ||
 		fail "runtime poll_cpu= (empty) unbinds it (allowed: $(allowed))"
-	s0=$(sed -n 's/^poll_sleeps: //p' $DBG/dev*/queues)
+	s0=$(host_sleeps)
 	echo 0 >$P/poll_idle_us
-	sleeps_grow() { [ "$(sed -n 's/^poll_sleeps: //p' $DBG/dev*/queues)" -gt "$s0" ]; }
+	sleeps_grow() { [ "$(host_sleeps)" -gt "$s0" ]; }
 	wait_for 10 sleeps_grow &&
-		pass "runtime poll_idle_us=0 under load: the poller sleeps ($s0 -> $(sed -n 's/^poll_sleeps: //p' $DBG/dev*/queues))" ||
+		pass "runtime poll_idle_us=0 under load: the poller sleeps ($s0 -> $(host_sleeps))" ||
 		fail "runtime poll_idle_us=0 under load: no sleeps ($s0)"
 else
 	fail "runtime changes under load (no poller found, or 1 CPU)"
