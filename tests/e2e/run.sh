@@ -82,16 +82,17 @@ case "$guest" in intree | sqcq) ;; *) echo "${0##*/}: --guest intree|sqcq" >&2; 
 
 t0=$SECONDS
 abi=$(sqcq_kernel_abi "$id") || { echo "FAIL: e2e $label $id: cannot resolve the ABI"; exit 1; }
-need=()
-[ "$host" != intree ] && need+=("out/$abi/host/vhost_scsi_sqcq.ko")
-[ "$guest" = sqcq ] && need+=("out/$abi/guest/virtio_scsi_sqcq.ko")
-for f in "${need[@]}"; do
-	[ -f "$f" ] && continue
-	tests/matrix.sh "$id" >&2 || true
-	break
-done
-for f in "${need[@]}"; do
-	[ -f "$f" ] || { echo "FAIL: e2e $label $id: no module $f (tests/matrix.sh $id)"; exit 1; }
+# L2 boots L1's kernel, or --l2-kernel's (our guest module then comes from
+# its out/).
+l2_id=${l2_id:-$id}
+l2_abi=$(sqcq_kernel_abi "$l2_id") || { echo "FAIL: e2e $label $l2_id: cannot resolve the ABI"; exit 1; }
+need=()	# KERNEL-ID:MODULE
+[ "$host" != intree ] && need+=("$id:out/$abi/host/vhost_scsi_sqcq.ko")
+[ "$guest" = sqcq ] && need+=("$l2_id:out/$l2_abi/guest/virtio_scsi_sqcq.ko")
+for n in "${need[@]}"; do
+	[ -f "${n#*:}" ] || tests/matrix.sh "${n%%:*}" >&2 || true
+	[ -f "${n#*:}" ] ||
+		{ echo "FAIL: e2e $label ${n%%:*}: no module ${n#*:} (tests/matrix.sh ${n%%:*})"; exit 1; }
 done
 # fio runs in L2 from this machine's root (shared over 9p twice).
 if ! command -v fio >/dev/null; then
@@ -103,18 +104,10 @@ fi
 # L2's initramfs (with scsi_mod and sd_mod, see l1.sh), built here into the
 # shared cache: L1 finds it there instead of building it (~1 min in L1).
 sqcq_vm_install_deps
-# L2 boots L1's kernel, or --l2-kernel's (ours then come from its out/).
-l2_id=${l2_id:-$id}
-l2_abi=$(sqcq_kernel_abi "$l2_id") || { echo "FAIL: e2e $label $l2_id: cannot resolve the ABI"; exit 1; }
-if [ "$guest" = sqcq ] && [ ! -f "out/$l2_abi/guest/virtio_scsi_sqcq.ko" ]; then
-	tests/matrix.sh "$l2_id" >&2 || true
-	[ -f "out/$l2_abi/guest/virtio_scsi_sqcq.ko" ] ||
-		{ echo "FAIL: e2e $label $l2_id: no guest module (tests/matrix.sh $l2_id)"; exit 1; }
-fi
 kdir=$(sqcq_vm_fetch_kernel "$l2_id") || { echo "FAIL: e2e $label $l2_id: no kernel image"; exit 1; }
 l2_initrd_extra="scsi_mod sd_mod"
 l2_initrd=$(SQCQ_VM_INITRD_EXTRA=$l2_initrd_extra sqcq_vm_initramfs "$kdir") ||
-	{ echo "FAIL: e2e $label $id: cannot build L2's initramfs"; exit 1; }
+	{ echo "FAIL: e2e $label $l2_id: cannot build L2's initramfs"; exit 1; }
 # The cache drops images of other inputs older than 10 minutes when it builds
 # one (another checkout's run may): keep this one fresh until L1 reads it.
 touch "$l2_initrd"
