@@ -75,6 +75,10 @@ sqcq_vm_resolve_abi() {
 		return 0
 	fi
 	sqcq_in_vm && sqcq_die "kernel $want is not in the cache ($SQCQ_CACHE)"
+	if sqcq_kernel_is_local "$want"; then
+		sqcq_kernel_abi "$want" || sqcq_die "kernel '$want' is not built"
+		return 0
+	fi
 	# Resolving an id costs seconds of apt-cache; remember the answer until
 	# the private apt lists are refreshed (tests/lib/apt.sh, every 12 h).
 	local map="$SQCQ_CACHE/kimage/id-$want" stamp="$SQCQ_APT_DIR/updated.stamp"
@@ -124,6 +128,8 @@ sqcq_vm_fetch_kernel() {
 		return 0
 	fi
 	sqcq_in_vm && sqcq_die "kernel $abi is not in the cache"
+	sqcq_kernel_is_local "$1" &&
+		sqcq_die "kernel $1 ($abi) is not in the cache: run $(sqcq_kernel_builder "$1")"
 	sqcq_vm_install_deps
 	sqcq_apt_update_cached || sqcq_die "apt update failed"
 	# bookworm and older: one linux-image-*-unsigned package. sid (7.x):
@@ -279,14 +285,71 @@ sqcq_vm_initramfs() {
 	echo "$out"
 }
 
-# Kernel-log lines that make a run dirty (extended regexp).
-SQCQ_VM_LOG_BAD='WARNING:|BUG:|Oops|general protection fault|Kernel panic|kernel BUG|soft lockup|hard LOCKUP|hung_task|blocked for more than [0-9]+ seconds|rcu_(sched|preempt|bh)? ?(self-)?detected (stall|stalls)|rcu: INFO:|detected stalls on CPUs|Call Trace:|UBSAN:|KASAN:|list_(add|del) corruption|refcount_t:|BUG kmalloc|unreferenced object'
+# Kernel-log lines that make a run dirty (extended regexp). Besides oopses,
+# warnings and stalls: the reports of the sanitizer kernel (tests/debug/):
+# KASAN, KFENCE, UBSAN, lockdep, DEBUG_ATOMIC_SLEEP, DEBUG_OBJECTS (ODEBUG),
+# SLUB debug ("BUG <cache> (Not tainted): ..."), DEBUG_LIST, kmemleak.
+SQCQ_VM_LOG_BAD='WARNING:|BUG:|Oops|general protection fault|Kernel panic|kernel BUG|soft lockup|hard LOCKUP|hung_task|blocked for more than [0-9]+ seconds|rcu_(sched|preempt|bh)? ?(self-)?detected (stall|stalls)|rcu: INFO:|detected stalls on CPUs|Call Trace:|UBSAN:|KASAN:|KFENCE:|ODEBUG:|DEBUG_LOCKS_WARN_ON|INFO: trying to register non-static key|list_(add|del) corruption|refcount_t:|BUG [A-Za-z0-9_:.-]+ \((Not tainted|Tainted)|unreferenced object|kmemleak: .*(suspected memory leak|disabled)'
+
+# The classes of problem a log can show, most specific first, as
+# "name<TAB>extended regexp"; sqcq_vm_log_classes names them in FAIL lines.
+SQCQ_VM_LOG_CLASSES="KASAN	KASAN:
+KFENCE	KFENCE:
+UBSAN	UBSAN:
+lockdep	WARNING: (possible circular locking|possible recursive locking|inconsistent lock state|possible irq lock inversion|suspicious RCU usage|bad unlock balance|held lock freed|lock held when returning|Nested lock was not taken|bad contention)|DEBUG_LOCKS_WARN_ON|INFO: trying to register non-static key|BUG: MAX_LOCKDEP|lockdep turned itself off
+sleeping-in-atomic	BUG: sleeping function called from invalid context
+scheduling-while-atomic	BUG: scheduling while atomic
+ODEBUG	ODEBUG:
+kmemleak	unreferenced object|kmemleak: .*(suspected memory leak|disabled)|kmemleak scan
+SLUB	BUG [A-Za-z0-9_:.-]+ \((Not tainted|Tainted)
+list-corruption	list_(add|del) corruption
+refcount	refcount_t:
+hung-task	hung_task|blocked for more than [0-9]+ seconds
+lockup	soft lockup|hard LOCKUP
+RCU-stall	rcu_(sched|preempt|bh)? ?(self-)?detected (stall|stalls)|rcu: INFO:|detected stalls on CPUs
+Oops	Oops|general protection fault|kernel BUG
+panic	Kernel panic
+BUG	BUG:
+WARNING	WARNING:"
 
 # sqcq_vm_log_problems FILE: print the offending lines of a kernel log (empty
 # output = clean). Lines that only echo a test's own log marker are kept:
 # a test must not print these words into the kernel log unless it means it.
 sqcq_vm_log_problems() {
 	grep -aE "$SQCQ_VM_LOG_BAD" "$1" 2>/dev/null | head -n 20 || true
+}
+
+# sqcq_vm_log_classes: read problem lines (sqcq_vm_log_problems' output) on
+# stdin; print "CLASS[, CLASS...]: FIRST LINE", the classes found, most
+# specific first, and the first line of the most specific one (without its
+# timestamp). Empty input, empty output.
+sqcq_vm_log_classes() {
+	local lines names="" first="" name re l
+	lines=$(cat)
+	[ -n "$lines" ] || return 0
+	while IFS='	' read -r name re; do
+		# The generic classes only when nothing more specific matched.
+		case "$name" in BUG | WARNING) [ -z "$names" ] || continue ;; esac
+		l=$(grep -aE -m 1 "$re" <<<"$lines") || continue
+		names+="${names:+, }$name"
+		[ -n "$first" ] || first=$l
+	done <<<"$SQCQ_VM_LOG_CLASSES"
+	[ -n "$first" ] || { names=other; first=$(head -n 1 <<<"$lines"); }
+	printf '%s: %s\n' "$names" "$(printf '%s\n' "$first" | sed 's/^\[[ 0-9.]*\] *//')"
+}
+
+# sqcq_vm_kmemleak_problems FILE: FILE is /sys/kernel/debug/kmemleak as read
+# after the scans at the end of a run (guest-stage2.sh). Print one line
+# naming the leaks (count, first object, the first frames of its
+# backtrace), or nothing when there are none.
+sqcq_vm_kmemleak_problems() {
+	[ -s "$1" ] || return 0
+	awk '
+		/^unreferenced object/ { n++; if (n == 1) { first = $0; sub(/:$/, "", first) } ; inbt = 0; next }
+		n == 1 && /backtrace:/ { inbt = 1; next }
+		n == 1 && inbt && nf < 4 { f = $0; sub(/^ *(\[<[0-9a-f]+>\] )?/, "", f); frames = frames (nf ? " < " : "") f; nf++ }
+		END { if (n) printf "kmemleak: %d unreferenced object(s); first: %s; backtrace: %s\n", n, first, frames }
+	' "$1"
 }
 
 # sqcq_vm_taint_problems TAINT: describe taint bits other than O (12,

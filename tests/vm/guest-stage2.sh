@@ -44,6 +44,24 @@ echo "$up" >"$ctl/uptime-start"
 rc=$?
 note "command exited with status $rc"
 
+# Sanitizer kernels (tests/debug/): an explicit kmemleak scan (the kernel's
+# automatic one is off). Scanned twice: an object is listed only if it was
+# unreferenced in both, which filters out pointers that were in flight. And
+# lockdep's state: it switches itself off after its first report.
+kml=/sys/kernel/debug/kmemleak
+if [ -e "$kml" ]; then
+	note "kmemleak scan"
+	if echo scan >"$kml" && echo scan >"$kml" && cat "$kml" >"$ctl/kmemleak.part"; then
+		mv "$ctl/kmemleak.part" "$ctl/kmemleak"
+		echo scanned >"$ctl/kmemleak-status"
+	else
+		echo "kmemleak scan failed (kmemleak disabled?)" >"$ctl/kmemleak-status"
+	fi
+fi
+if [ -r /proc/lockdep_stats ]; then
+	awk '$1 == "debug_locks:" { print $2 }' /proc/lockdep_stats >"$ctl/debug_locks"
+fi
+
 dmesg >"$ctl/dmesg.part" 2>&1 && mv "$ctl/dmesg.part" "$ctl/dmesg"
 cat /proc/sys/kernel/tainted >"$ctl/tainted"
 echo "$rc" >"$ctl/rc"

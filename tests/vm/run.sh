@@ -37,8 +37,12 @@
 # COMMAND's status came back (or, nested under KVM, QEMU reported a "KVM
 # internal error": "FAIL: vm-kvm-error"); 1 when COMMAND succeeded but the
 # guest kernel log is dirty (WARNING, BUG, Oops, lockup, hung task, RCU
-# stall, or a taint other than O/E), which also prints "FAIL: vm-kernel-log
-# (<reason>)" and the last kernel log lines.
+# stall, a sanitizer report, or a taint other than O/E; on a kernel with
+# kmemleak, tests/debug/: an object its end-of-run scan found, or no scan;
+# with lockdep: lockdep switched off), which also prints "FAIL: vm-kernel-log
+# (<classes>: <first line>)", e.g. "(KASAN: BUG: KASAN: slab-out-of-bounds
+# in ...)", and the last kernel log lines. A kernel's own parameters
+# (<kimage>/cmdline, the sanitizer kernel's) are appended to the command line.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -122,6 +126,8 @@ kdir=$(sqcq_vm_fetch_kernel "$kernel")
 abi=${kdir##*/}
 case "$kdir" in *[[:space:]]*) sqcq_die "cache path with blanks: $kdir" ;; esac
 initrd=$(sqcq_vm_initramfs "$kdir")
+# Kernel parameters that belong to this kernel (the sanitizer kernel's).
+[ ! -s "$kdir/cmdline" ] || append="$append $(cat "$kdir/cmdline")"
 kimg="$kdir/vmlinux"
 [ "$bzimage" = 0 ] && [ -f "$kimg" ] || kimg="$kdir/vmlinuz"
 # The guest bind-mounts the cached modules on /lib/modules/<kver>; a
@@ -250,10 +256,26 @@ elif [ -z "$rc" ]; then
 	rc=125
 fi
 problems=$(sqcq_vm_log_problems "$log"; sqcq_vm_log_problems "$work/console.log")
+# The sanitizer kernel's end-of-run checks (guest-stage2.sh): kmemleak's
+# objects, a kmemleak that could not scan, lockdep switched off.
+if [ -f "$ctl/rc" ] && grep -q '^CONFIG_DEBUG_KMEMLEAK=y' "$kdir/config" 2>/dev/null; then
+	kml=$(sqcq_vm_kmemleak_problems "$ctl/kmemleak")
+	if [ -n "$kml" ]; then
+		problems+=$'\n'"$kml"
+		sed 's/^/kmemleak| /' "$ctl/kmemleak" | head -n 40
+	fi
+	st=$(cat "$ctl/kmemleak-status" 2>/dev/null || echo "no kmemleak scan ran")
+	[ "$st" = scanned ] || problems+=$'\n'"kmemleak: $st"
+fi
+if [ "$(cat "$ctl/debug_locks" 2>/dev/null)" = 0 ]; then
+	problems+=$'\n'"lockdep turned itself off (debug_locks 0): a lock problem was reported"
+fi
 problems=$(echo "$problems" | awk 'NF && !seen[$0]++')
 taint=$(sqcq_vm_taint_problems "$(cat "$ctl/tainted" 2>/dev/null || echo 0)")
 if [ -n "$problems" ] || [ -n "$taint" ]; then
-	first=${taint:-$(echo "$problems" | head -n 1 | sed 's/^\[[ 0-9.]*\] *//')}
+	first=$(echo "$problems" | sqcq_vm_log_classes)
+	first=${first:-$taint}
+	[ -z "$taint" ] || [ "$first" = "$taint" ] || first="$first; $taint"
 	echo "FAIL: vm-kernel-log ($first)"
 	reason=${reason:-dirty kernel log}
 	[ "$rc" = 0 ] && rc=1
