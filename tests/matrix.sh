@@ -29,6 +29,11 @@
 #      that the build log holds no warning at all (-Werror covers only the
 #      compiler, not modpost, objtool or pahole).
 #
+# A kernel built on this machine (tests/lib/kernels.sh, SQCQ_LOCAL_KERNELS:
+# `debug`, the sanitizer kernel) is built only when named (tests/matrix.sh
+# debug): its script builds it unless cached, and its build tree stands in
+# for the headers ($SQCQ_CACHE/kheaders/<abi>/build links to it).
+#
 # Output: one line per kernel on stdout,
 #     PASS: build <id> (<abi>) <seconds>s
 #     FAIL: build <id> (<abi>) <reason>      followed by the log's last lines
@@ -148,6 +153,13 @@ install_host_deps() {
 # refreshed.
 abi_of() {
 	local id=$1 f abi
+	if sqcq_kernel_is_local "$id"; then
+		# A kernel built here (tests/lib/kernels.sh): build it unless
+		# cached (the builder says when it is), then take its ABI.
+		"$ROOT/$(sqcq_kernel_builder "$id")" >/dev/null || return 1
+		sqcq_kernel_abi "$id"
+		return
+	fi
 	f=$SQCQ_CACHE/matrix/abi.$id
 	sqcq_apt_update_cached || return 1
 	if [ -s "$f" ] && [ "$f" -nt "$SQCQ_APT_DIR/updated.stamp" ]; then
@@ -478,9 +490,21 @@ build_one() {
 	check_build "$abi" "$dir"
 }
 
-# prepare ABI SUITE: download the headers and create the chroot.
+# prepare ABI SUITE [ID]: download the headers and create the chroot. A
+# kernel built here (ID local) has its tree as the headers: $KH/ABI/build
+# links to it.
 prepare() {
-	local abi=$1 suite=$2
+	local abi=$1 suite=$2 id=${3:-} tree
+	if [ -n "$id" ] && sqcq_kernel_is_local "$id"; then
+		tree=$(readlink -f "$SQCQ_CACHE/kimage/$abi/lib/modules/$abi-amd64/build")
+		[ -f "$tree/Module.symvers" ] || {
+			echo "no built tree for $id ($abi) at $tree"
+			return 1
+		}
+		mkdir -p "$KH/$abi"
+		ln -sfn "$tree" "$KH/$abi/build"
+		return 0
+	fi
 	fetch_headers "$abi"
 	[ -z "$suite" ] || ensure_chroot "$suite" "$(kernel_cc "$abi")"
 }
@@ -520,7 +544,7 @@ main() {
 			continue
 		fi
 		logf=$LOGS/$id.prepare.log
-		if ! step "$logf" prepare "$abi" "$suite"; then
+		if ! step "$logf" prepare "$abi" "$suite" "$id"; then
 			echo "FAIL: $what $id ($abi) preparing: $(tail -n 1 "$logf")"
 			tail_log "$logf"
 			failed=1

@@ -9,8 +9,10 @@
 #   sqcq_kernel_suite <id>          # Debian suite
 #   sqcq_kernel_abi <id>            # e.g. 6.1.0-57 (needs the private apt lists)
 #   sqcq_kernel_needs_chroot <id>   # 0 when its kbuild cannot run on bookworm
+#   sqcq_kernel_is_local <id>       # 0 for a kernel built here (debug)
+#   sqcq_kernel_builder <id>        # the script that builds a local kernel
 
-_sqcq_here=$(dirname "${BASH_SOURCE[0]}")
+_sqcq_here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=tests/lib/apt.sh
 . "$_sqcq_here/apt.sh"
 
@@ -25,6 +27,25 @@ SQCQ_KERNELS="
 # Kernels the VM tests boot by default: the oldest fully supported one and the
 # newest.
 SQCQ_VM_KERNELS="6.1 7.2"
+
+# Kernels built on this machine instead of downloaded, as "id script": not
+# in sqcq_kernel_ids (the build matrix does not build them unless named);
+# their ABI is what the script last built (it prints its kimage directory;
+# <abi> is the last component; the kernel release is <abi>-amd64 as with
+# Debian's kernels).
+#   debug  the sanitizer kernel (KASAN, lockdep, kmemleak, ...) of the
+#          `debug` stage, from Debian's linux-source-6.1
+SQCQ_LOCAL_KERNELS="
+debug        tests/debug/build-kernel.sh
+"
+
+sqcq_kernel_is_local() {
+	[ -n "$1" ] && echo "$SQCQ_LOCAL_KERNELS" | awk -v id="$1" '$1 == id { f = 1 } END { exit !f }'
+}
+
+sqcq_kernel_builder() {
+	echo "$SQCQ_LOCAL_KERNELS" | awk -v id="$1" '$1 == id { print $2 }'
+}
 
 sqcq_kernel_ids() { echo "$SQCQ_KERNELS" | awk 'NF { print $1 }'; }
 
@@ -47,6 +68,12 @@ sqcq_kernel_needs_chroot() { [ -n "$(sqcq_kernel_chroot "$1")" ]; }
 # refreshed (apt-cache over six suites costs seconds).
 sqcq_kernel_abi() {
 	local id="$1" suite ver dep cache stamp
+	if sqcq_kernel_is_local "$id"; then
+		# Built here: ask the builder what it last installed.
+		"$_sqcq_here/../../$(sqcq_kernel_builder "$id")" --print-abi && return 0
+		echo "kernel $id is not built yet: run $(sqcq_kernel_builder "$id")" >&2
+		return 1
+	fi
 	suite=$(sqcq_kernel_suite "$id")
 	if [ -z "$suite" ]; then
 		echo "$id" # already an ABI
