@@ -14,6 +14,7 @@
 
 #include <linux/atomic.h>
 #include <linux/cpumask.h>
+#include <linux/gfp.h>
 #include <linux/kernel.h>
 #include <linux/moduleparam.h>
 #include <linux/seq_file.h>
@@ -77,18 +78,21 @@ static int sqcq_parse_poll_cpu(const char *val, char *clean, size_t len,
 static int sqcq_poll_cpu_set(const char *val, const struct kernel_param *kp)
 {
 	char clean[SQCQ_POLL_CPU_MAXLEN];
-	struct cpumask mask;
+	cpumask_var_t mask;	/* 1 KiB with NR_CPUS=8192: not on the stack */
 	int ret;
 
-	ret = sqcq_parse_poll_cpu(val, clean, sizeof(clean), &mask);
-	if (ret)
-		return ret;
-	spin_lock(&sqcq_param_lock);
-	strscpy(sqcq_poll_cpu_str, clean, sizeof(sqcq_poll_cpu_str));
-	cpumask_copy(&sqcq_poll_cpu_mask, &mask);
-	spin_unlock(&sqcq_param_lock);
-	atomic_inc(&sqcq_param_gen);
-	return 0;
+	if (!zalloc_cpumask_var(&mask, GFP_KERNEL))
+		return -ENOMEM;
+	ret = sqcq_parse_poll_cpu(val, clean, sizeof(clean), mask);
+	if (!ret) {
+		spin_lock(&sqcq_param_lock);
+		strscpy(sqcq_poll_cpu_str, clean, sizeof(sqcq_poll_cpu_str));
+		cpumask_copy(&sqcq_poll_cpu_mask, mask);
+		spin_unlock(&sqcq_param_lock);
+		atomic_inc(&sqcq_param_gen);
+	}
+	free_cpumask_var(mask);
+	return ret;
 }
 
 static int sqcq_poll_cpu_get(char *buf, const struct kernel_param *kp)
@@ -149,13 +153,14 @@ static inline unsigned int sqcq_poll_idle(void)
 /* The effective poll settings, for the debugfs "params" file. */
 static inline void sqcq_show_poll_params(struct seq_file *m)
 {
-	struct cpumask mask;
-
-	if (sqcq_poll_cpus(&mask))
+	/* Printed under the lock: no copy of the mask on the stack. */
+	spin_lock(&sqcq_param_lock);
+	if (!cpumask_empty(&sqcq_poll_cpu_mask))
 		seq_printf(m, "poll_cpu_effective: %*pbl\n",
-			   cpumask_pr_args(&mask));
+			   cpumask_pr_args(&sqcq_poll_cpu_mask));
 	else
 		seq_puts(m, "poll_cpu_effective: unbound\n");
+	spin_unlock(&sqcq_param_lock);
 	seq_printf(m, "poll_idle_us_effective: %u\n", sqcq_poll_idle());
 	seq_printf(m, "param_generation: %d\n", atomic_read(&sqcq_param_gen));
 }

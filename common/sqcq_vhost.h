@@ -35,6 +35,7 @@
 #include <linux/eventfd.h>
 #include <linux/mutex.h>
 #include <linux/poll.h>
+#include <linux/ratelimit.h>
 #include <linux/sched.h>
 #include <linux/types.h>
 #include <linux/uio.h>
@@ -238,6 +239,20 @@ bool sqcq_vq_enable_kicks(struct sqcq_vq *vq);
 void sqcq_vq_queue_work(struct sqcq_vq *vq);
 /* Mark the ring broken and signal the err eventfd. */
 void sqcq_vq_fail(struct sqcq_vq *vq, const char *why);
+
+/*
+ * Lines a guest or a VMM can trigger at will (SQ/CQ negotiated, refused or
+ * stopped, a poller bound, an endpoint bound or cleared) share one rate
+ * limit for the whole module: a storm of setup/teardown/close cycles gives
+ * a handful of lines, not one per cycle.  sqcq_host_main.c defines it.
+ */
+extern struct ratelimit_state sqcq_lifecycle_rs;
+
+#define sqcq_lifecycle_log(level, fmt, ...)				\
+	do {								\
+		if (__ratelimit(&sqcq_lifecycle_rs))			\
+			printk(level pr_fmt(fmt), ##__VA_ARGS__);	\
+	} while (0)
 
 /* What a serve handler returns for a request it completes later. */
 #define SQCQ_REQ_ASYNC	U32_MAX

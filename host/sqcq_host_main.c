@@ -56,6 +56,9 @@ MODULE_PARM_DESC(takeover,
 #define VHOST_SCSI_ABI_VERSION	1
 #endif
 
+/* 10 lines a minute for the whole module; see sqcq_vhost.h. */
+DEFINE_RATELIMIT_STATE(sqcq_lifecycle_rs, 60 * HZ, 10);
+
 static struct dentry *sqcq_debugfs;
 static atomic_t sqcq_dev_ids = ATOMIC_INIT(0);
 
@@ -101,6 +104,8 @@ static unsigned int sqcq_ctrl_sqcq(struct sqcq_vq *vq, struct sqcq_req *req,
 	unsigned int nq = 0;
 	u32 flags = 0;
 
+	lockdep_assert_held(&vdev->poll_lock);
+	lockdep_assert_held(&vq->mutex);
 	in->response = VIRTIO_SCSI_S_FUNCTION_REJECTED;
 	in->resp.magic = cpu_to_le32(SQCQ_MAGIC);
 	in->resp.version = cpu_to_le16(SQCQ_VERSION);
@@ -122,8 +127,14 @@ static unsigned int sqcq_ctrl_sqcq(struct sqcq_vq *vq, struct sqcq_req *req,
 	st = sqcq_check_setup_req(&rq.setup, sqcq_running_req_vqs(vdev));
 	if (st != SQCQ_S_OK)
 		goto out;
-	if (vdev->db || atomic_read(&s->inflight)) {
-		st = SQCQ_S_BUSY;	/* repeated setup, or I/O in flight */
+	/*
+	 * Repeated setup, I/O in flight, or no endpoint: CLEAR_ENDPOINT
+	 * (like a ring stop) clears ep_set before it detaches, so a setup
+	 * served after that detach must not attach again.  ep_set is stable
+	 * here: handle_vq holds ep_rwsem for reading.
+	 */
+	if (vdev->db || atomic_read(&s->inflight) || !s->ep_set) {
+		st = SQCQ_S_BUSY;
 		goto out;
 	}
 	nq = le16_to_cpu(rq.setup.nqueues);
@@ -144,7 +155,7 @@ static unsigned int sqcq_ctrl_sqcq(struct sqcq_vq *vq, struct sqcq_req *req,
 	in->resp.nqueues = cpu_to_le16(nq);
 	in->resp.nthreads = cpu_to_le16(1);
 	in->resp.flags = cpu_to_le32(flags);
-	pr_info("dev%d: SQ/CQ negotiated: %u queues, 1 poll thread, %s%s, poll_idle_us %u (guest %u)\n",
+	sqcq_lifecycle_log(KERN_INFO, "dev%d: SQ/CQ negotiated: %u queues, 1 poll thread, %s%s, poll_idle_us %u (guest %u)\n",
 		s->id, nq, flags & SQCQ_F_SQ_POLL ? "SQ polled" : "SQ kicked",
 		flags & SQCQ_F_CQ_POLL ? ", CQ polled" : ", CQ interrupts",
 		sqcq_poll_idle(), le32_to_cpu(rq.setup.poll_idle_us));
@@ -270,11 +281,12 @@ static void sqcq_host_poll_bind(struct sqcq_vdev *vdev)
 				break;
 	}
 	if (cpu < nr_cpu_ids && !set_cpus_allowed_ptr(current, cpumask_of(cpu))) {
-		pr_info("dev%d: poll thread bound to CPU %u\n", s->id, cpu);
+		sqcq_lifecycle_log(KERN_INFO, "dev%d: poll thread bound to CPU %u\n",
+				   s->id, cpu);
 	} else {
 		if (cpu < nr_cpu_ids)
-			pr_warn("dev%d: cannot bind the poll thread to CPU %u (offline?), unbound\n",
-				s->id, cpu);
+			sqcq_lifecycle_log(KERN_WARNING, "dev%d: cannot bind the poll thread to CPU %u (offline?), unbound\n",
+					   s->id, cpu);
 		set_cpus_allowed_ptr(current, cpu_possible_mask);
 	}
 	free_cpumask_var(mask);
@@ -339,8 +351,7 @@ static long sqcq_scsi_ioctl(struct sqcq_scsi *s, unsigned int cmd,
 		ret = sqcq_get_target(argp, &t);
 		if (ret)
 			break;
-		/* QEMU's stop: polling ends first, then the targets go. */
-		sqcq_doorbells_detach(vdev, "endpoint cleared");
+		/* Ends SQ/CQ too (QEMU's stop), see sqcq_clear_endpoint(). */
 		ret = sqcq_clear_endpoint(s, &t);
 		break;
 	case VHOST_SCSI_SET_EVENTS_MISSED:
@@ -410,7 +421,7 @@ static int sqcq_host_open(struct inode *inode, struct file *f)
 	char name[24];
 	int ret;
 
-	s = kzalloc(sizeof(*s), GFP_KERNEL);
+	s = kzalloc(sizeof(*s), GFP_KERNEL_ACCOUNT);
 	if (!s)
 		return -ENOMEM;
 	ret = sqcq_scsi_tcm_init(s);

@@ -53,6 +53,12 @@ struct sqcq_scsi {
 	/* Requests handed to the target core and not yet finished. */
 	atomic_t inflight;
 	wait_queue_head_t inflight_wq;
+	/*
+	 * The same per queue (each under that queue's vq->mutex): at most
+	 * the ring size, so a guest reusing heads cannot pin without end.
+	 */
+	unsigned int vq_inflight[SQCQ_NVQS];
+	unsigned int inflight_max;	/* most on one queue, for debugfs */
 	/* Finished requests for the worker, one list per queue. */
 	struct llist_head *done;
 
@@ -66,6 +72,8 @@ struct sqcq_scsi {
 	atomic64_t stat_tmfs;
 	atomic64_t stat_events;
 	atomic64_t stat_bad_target;
+	atomic64_t stat_busy;		/* refused: queue's in-flight limit */
+	atomic64_t stat_bad_dir;	/* refused: direction vs CDB */
 };
 
 /* sqcq_tcm.c */

@@ -22,7 +22,18 @@
  *            done list and wakes the worker, which writes the response,
  *            publishes the used entry, signals, unpins and frees.
  * So each command ends exactly once, in release_cmd, whether it completed,
- * failed, or was aborted by a TMF.  The worker is the only place that
+ * failed, or was aborted by a TMF.
+ *
+ * Data direction: the target core's emulated commands (INQUIRY, MODE
+ * SENSE, REPORT LUNS, ...) fill the scatterlist whatever direction the
+ * fabric gave, so a device-readable buffer (pinned without FOLL_WRITE:
+ * it may be the zero page, a KSM page or a private file page) is accepted
+ * only with an opcode that sends data to the device; anything else is
+ * answered CHECK CONDITION before a page is pinned.
+ *
+ * Limits: at most the ring size of commands in flight per queue (BUSY
+ * beyond); their memory is charged to the owner's memory cgroup (the
+ * worker runs in the owner's cgroups).  The worker is the only place that
  * touches a ring; a command whose ring was stopped or restarted since it
  * was popped is freed without touching the ring.
  */
@@ -33,6 +44,7 @@
 #include <linux/list.h>
 #include <linux/mm.h>
 #include <linux/module.h>
+#include <linux/rcupdate.h>
 #include <linux/scatterlist.h>
 #include <linux/seq_file.h>
 #include <linux/slab.h>
@@ -136,6 +148,99 @@ static u32 sqcq_cmd_reject(struct sqcq_vq *vq, struct sqcq_req *req,
 }
 
 /*
+ * CHECK CONDITION, ILLEGAL REQUEST, INVALID FIELD IN CDB (fixed-format
+ * sense), for a command whose buffers contradict its CDB.
+ */
+static u32 sqcq_cmd_bad_cdb(struct sqcq_vq *vq, struct sqcq_req *req,
+			    u8 opcode)
+{
+	struct virtio_scsi_cmd_resp resp = {
+		.response = VIRTIO_SCSI_S_OK,
+		.status = SAM_STAT_CHECK_CONDITION,
+		.sense_len = cpu_to_le32(18),
+	};
+
+	resp.sense[0] = 0x70;		/* current error, fixed format */
+	resp.sense[2] = ILLEGAL_REQUEST;
+	resp.sense[7] = 10;		/* additional sense length */
+	resp.sense[12] = 0x24;		/* INVALID FIELD IN CDB */
+	atomic64_inc(&sqcq_vq_scsi(vq)->stat_bad_dir);
+	pr_warn_ratelimited("dev%d vq %u: opcode 0x%02x with data buffers of the wrong direction, CHECK CONDITION\n",
+			    sqcq_vq_scsi(vq)->id, vq->index, opcode);
+	return sqcq_req_copy_to(req, 0, &resp, min(req->in_len, sizeof(resp)));
+}
+
+/* ATA pass-through (SAT): data either way, only for a passthrough backstore. */
+#define SQCQ_ATA_12		0xa1
+#define SQCQ_ATA_16		0x85
+
+enum sqcq_dir_rule {
+	SQCQ_DIR_IN,		/* no data, or device-writable buffers only */
+	SQCQ_DIR_OUT,		/* no data, or device-readable buffers only */
+	SQCQ_DIR_EITHER,
+};
+
+/*
+ * Which buffers an opcode may come with.  SQCQ_DIR_OUT lists the commands
+ * that send data to the device; the core only reads their buffers.
+ * Everything else (the emulated commands above all) may write the data
+ * buffers and so must get device-writable ones.
+ */
+static enum sqcq_dir_rule sqcq_cdb_dir(u8 opcode)
+{
+	switch (opcode) {
+	case WRITE_6:
+	case WRITE_10:
+	case WRITE_12:
+	case WRITE_16:
+	case WRITE_VERIFY:
+	case WRITE_VERIFY_12:
+	case WRITE_VERIFY_16:
+	case WRITE_SAME:
+	case WRITE_SAME_16:
+	case WRITE_LONG:
+	case WRITE_LONG_2:
+	case WRITE_BUFFER:
+	case WRITE_ATTRIBUTE:
+	case COMPARE_AND_WRITE:
+	case UNMAP:
+	case FORMAT_UNIT:
+	case REASSIGN_BLOCKS:
+	case MODE_SELECT:
+	case MODE_SELECT_10:
+	case LOG_SELECT:
+	case SEND_DIAGNOSTIC:
+	case SEND_VOLUME_TAG:
+	case PERSISTENT_RESERVE_OUT:
+	case ACCESS_CONTROL_OUT:
+	case EXTENDED_COPY:
+	case MAINTENANCE_OUT:
+	case SECURITY_PROTOCOL_OUT:
+	case SERVICE_ACTION_OUT_12:
+	case SERVICE_ACTION_OUT_16:
+		return SQCQ_DIR_OUT;
+	case VARIABLE_LENGTH_CMD:	/* the core knows only data-out ones */
+	case SQCQ_ATA_12:
+	case SQCQ_ATA_16:
+		return SQCQ_DIR_EITHER;
+	default:
+		return SQCQ_DIR_IN;
+	}
+}
+
+static bool sqcq_cdb_dir_ok(u8 opcode, size_t dout, size_t din)
+{
+	switch (sqcq_cdb_dir(opcode)) {
+	case SQCQ_DIR_IN:
+		return !dout;
+	case SQCQ_DIR_OUT:
+		return !din;
+	default:
+		return true;
+	}
+}
+
+/*
  * virtio-scsi single-level LUN: byte 0 is 1, byte 1 the target, bytes 2-3
  * the LUN in flat space (0x40 marker).  Returns the target or -1.
  */
@@ -161,6 +266,7 @@ static struct se_session *sqcq_target_sess(struct sqcq_scsi *s, int target)
 {
 	struct sqcq_tpg *tpg;
 
+	lockdep_assert_held(&s->ep_rwsem);
 	if (target < 0 || target >= SQCQ_MAX_TARGETS)
 		return NULL;
 	tpg = s->tpgs[target];
@@ -248,8 +354,10 @@ static int sqcq_cmd_map(struct sqcq_cmd *cmd, struct sqcq_req *req,
 	ret = sqcq_iov_walk(iov, cnt, hdr_len, sqcq_count_pages, &npages);
 	if (ret)
 		return ret;
-	cmd->pages = kvmalloc_array(npages, sizeof(*cmd->pages), GFP_KERNEL);
-	cmd->sgl = kvmalloc_array(npages, sizeof(*cmd->sgl), GFP_KERNEL);
+	cmd->pages = kvmalloc_array(npages, sizeof(*cmd->pages),
+				    GFP_KERNEL_ACCOUNT);
+	cmd->sgl = kvmalloc_array(npages, sizeof(*cmd->sgl),
+				  GFP_KERNEL_ACCOUNT);
 	if (!cmd->pages || !cmd->sgl)
 		return -ENOMEM;
 	sg_init_table(cmd->sgl, npages);
@@ -261,6 +369,8 @@ static void sqcq_cmd_free(struct sqcq_cmd *cmd)
 {
 	struct sqcq_scsi *s = cmd->s;
 
+	lockdep_assert_held(&cmd->vq->mutex);
+	s->vq_inflight[cmd->vq->index]--;
 	if (cmd->npages)
 		unpin_user_pages_dirty_lock(cmd->pages, cmd->npages,
 					    cmd->data_in);
@@ -285,15 +395,30 @@ static struct sqcq_cmd *sqcq_cmd_alloc(struct sqcq_vq *vq,
 				       struct sqcq_req *req, size_t resp_len)
 {
 	const struct iovec *in = req->iov + req->out_cnt;
+	struct sqcq_scsi *s = sqcq_vq_scsi(vq);
 	struct sqcq_cmd *cmd;
 	unsigned int k;
 	size_t have = 0;
 
+	lockdep_assert_held(&vq->mutex);
+	/*
+	 * A driver cannot have more requests outstanding than ring entries;
+	 * one that reuses heads to get there is answered BUSY.
+	 */
+	if (s->vq_inflight[vq->index] >= vq->num) {
+		atomic64_inc(&s->stat_busy);
+		pr_warn_ratelimited("dev%d vq %u: %u requests in flight (ring size), BUSY\n",
+				    s->id, vq->index, vq->num);
+		return NULL;
+	}
 	for (k = 0; k < req->in_cnt && have < resp_len; k++)
 		have += in[k].iov_len;
-	cmd = kzalloc(struct_size(cmd, resp_iov, k), GFP_KERNEL);
+	cmd = kzalloc(struct_size(cmd, resp_iov, k), GFP_KERNEL_ACCOUNT);
 	if (!cmd)
 		return NULL;
+	/* High-water mark for debugfs (racy between queues: a statistic). */
+	if (++s->vq_inflight[vq->index] > READ_ONCE(s->inflight_max))
+		WRITE_ONCE(s->inflight_max, s->vq_inflight[vq->index]);
 	memcpy(cmd->resp_iov, in, k * sizeof(*in));
 	cmd->resp_cnt = k;
 	cmd->resp_len = resp_len;
@@ -398,6 +523,8 @@ u32 sqcq_scsi_cmd_one(struct sqcq_vq *vq, struct sqcq_req *req)
 	if (dout + din > (size_t)SQCQ_MAX_SG_PAGES * PAGE_SIZE)
 		return sqcq_cmd_reject(vq, req, VIRTIO_SCSI_S_OVERRUN,
 				       "data longer than the transfer limit");
+	if (!sqcq_cdb_dir_ok(vreq.cdb[0], dout, din))
+		return sqcq_cmd_bad_cdb(vq, req, vreq.cdb[0]);
 
 	cmd = sqcq_cmd_alloc(vq, req, rsp);
 	if (!cmd)
@@ -554,8 +681,9 @@ static unsigned int sqcq_complete_one_vq(struct sqcq_vq *vq)
 	struct sqcq_scsi *s = sqcq_vq_scsi(vq);
 	struct llist_node *list = llist_del_all(&s->done[vq->index]);
 	struct sqcq_cmd *cmd, *tmp;
-	unsigned int pushed = 0;
+	unsigned int pushed = 0, n = 0;
 
+	lockdep_assert_held(&vq->mutex);
 	/* llist is LIFO: answer in the order the core finished them. */
 	list = llist_reverse_order(list);
 	llist_for_each_entry_safe(cmd, tmp, list, done_node) {
@@ -563,6 +691,9 @@ static unsigned int sqcq_complete_one_vq(struct sqcq_vq *vq)
 		    !sqcq_vq_push_used(vq, cmd->head, sqcq_cmd_write_resp(cmd)))
 			pushed++;
 		sqcq_cmd_free(cmd);
+		/* Up to a ring's worth (32768) of unpinning: take breaks. */
+		if (!(++n % SQCQ_VQ_WEIGHT))
+			cond_resched();
 	}
 	if (pushed && !vq->broken)
 		sqcq_vq_notify(vq);
@@ -631,14 +762,25 @@ static void sqcq_tcm_aborted_task(struct se_cmd *se_cmd)
 static void sqcq_tcm_release_cmd(struct se_cmd *se_cmd)
 {
 	struct sqcq_cmd *cmd = sqcq_se_cmd(se_cmd);
+	struct sqcq_scsi *s = cmd->s;
+	struct sqcq_vq *vq = cmd->vq;
 
 	/*
-	 * Any context.  llist_add() is a full barrier, so the worker that
-	 * takes the list sees every field written above; the wakeup pairs
-	 * with the bit test in the worker loop (sqcq_vq_queue_work()).
+	 * Any context.  Once llist_add() has published @cmd the worker may
+	 * free it, so only the locals are used after it.  The device itself
+	 * stays: the RCU read section ends before anyone who saw this
+	 * command finished (s->inflight reaching 0) can free the device or
+	 * stop its worker -- sqcq_endpoint_release() waits for the count
+	 * and then for a grace period.
+	 *
+	 * llist_add() is a full barrier, so the worker that takes the list
+	 * sees every field written above; the wakeup pairs with the bit
+	 * test in the worker loop (sqcq_vq_queue_work()).
 	 */
-	llist_add(&cmd->done_node, &cmd->s->done[cmd->vq->index]);
-	sqcq_vq_queue_work(cmd->vq);
+	rcu_read_lock();
+	llist_add(&cmd->done_node, &s->done[vq->index]);
+	sqcq_vq_queue_work(vq);
+	rcu_read_unlock();
 }
 
 static int sqcq_tcm_check_stop_free(struct se_cmd *se_cmd)
@@ -724,9 +866,10 @@ static void sqcq_scsi_lun_event(struct sqcq_scsi *s, struct sqcq_tpg *tpg,
 {
 	struct sqcq_evt *e;
 
+	lockdep_assert_held(&sqcq_tcm_mutex);
 	if (!sqcq_vdev_has_feature(&s->vdev, VIRTIO_SCSI_F_HOTPLUG))
 		return;
-	e = kzalloc(sizeof(*e), GFP_KERNEL);
+	e = kzalloc(sizeof(*e), GFP_KERNEL_ACCOUNT);
 	spin_lock(&s->evt_lock);
 	if (!e || s->evt_count >= SQCQ_MAX_PENDING_EVENTS) {
 		s->events_missed = true;
@@ -754,12 +897,22 @@ void sqcq_scsi_handle_evt(struct sqcq_vq *vq)
 {
 	struct sqcq_scsi *s = sqcq_vq_scsi(vq);
 	struct virtio_scsi_event ev;
-	unsigned int pushed = 0;
+	unsigned int pushed = 0, served = 0;
 	struct sqcq_evt *e;
 	struct sqcq_req req;
 	int ret;
 
+	lockdep_assert_held(&vq->mutex);
 	while (!vq->broken) {
+		/*
+		 * A guest that keeps posting buffers (too small ones are used
+		 * up without taking the event) must not keep the worker, and
+		 * this queue's mutex, for ever.
+		 */
+		if (served++ >= SQCQ_VQ_WEIGHT) {
+			sqcq_vq_queue_work(vq);
+			break;
+		}
 		spin_lock(&s->evt_lock);
 		e = list_first_entry_or_null(&s->evt_list, struct sqcq_evt,
 					     node);
@@ -815,27 +968,46 @@ void sqcq_scsi_handle_evt(struct sqcq_vq *vq)
 /* Endpoints                                                           */
 /* ------------------------------------------------------------------ */
 
-/* Unbind every TPG of @s and wait for its requests.  sqcq_tcm_mutex held. */
-static void sqcq_endpoint_unbind(struct sqcq_scsi *s)
+/*
+ * Unbinding, step 1 (sqcq_tcm_mutex held): new requests find no target.
+ * The TPGs stay bound to @s (tpg->vs) until step 2, so neither another
+ * device nor configfs can take them while requests still use them.
+ */
+static void sqcq_endpoint_close(struct sqcq_scsi *s)
 {
-	struct sqcq_tpg *tpg;
-
+	lockdep_assert_held(&sqcq_tcm_mutex);
 	/* Waits for a worker batch in progress; later batches see none. */
 	down_write(&s->ep_rwsem);
 	memset(s->tpgs, 0, sizeof(s->tpgs));
 	s->ep_set = false;
 	s->ep_wwpn[0] = '\0';
 	up_write(&s->ep_rwsem);
+}
 
+/*
+ * Step 2, without sqcq_tcm_mutex (dev->mutex held, so no other endpoint
+ * ioctl of @s runs): wait for @s's requests, then release its TPGs.  The
+ * wait is for this guest's requests alone and must not stall every other
+ * device's endpoint and configfs operations.
+ */
+static void sqcq_endpoint_release(struct sqcq_scsi *s)
+{
+	struct sqcq_tpg *tpg;
+
+	lockdep_assert_held(&s->vdev.mutex);
 	/* Pairs with atomic_dec_and_test() + wake_up() in sqcq_cmd_free(). */
 	wait_event(s->inflight_wq, !atomic_read(&s->inflight));
+	/* release_cmd callers may still be waking our worker: see there. */
+	synchronize_rcu();
 
+	mutex_lock(&sqcq_tcm_mutex);
 	list_for_each_entry(tpg, &sqcq_tpg_list, node) {
 		if (tpg->vs != s)
 			continue;
 		tpg->vs = NULL;
 		target_undepend_item(&tpg->se_tpg.tpg_group.cg_item);
 	}
+	mutex_unlock(&sqcq_tcm_mutex);
 }
 
 static bool sqcq_tpg_matches(struct sqcq_tpg *tpg, const char *wwpn)
@@ -899,8 +1071,8 @@ int sqcq_set_endpoint(struct sqcq_scsi *s, const struct vhost_scsi_target *t)
 	up_write(&s->ep_rwsem);
 	if (ret)
 		goto out;
-	pr_info("dev%d: endpoint %s bound (%u target%s)\n", s->id,
-		s->ep_wwpn, n, n == 1 ? "" : "s");
+	sqcq_lifecycle_log(KERN_INFO, "dev%d: endpoint %s bound (%u target%s)\n",
+			   s->id, s->ep_wwpn, n, n == 1 ? "" : "s");
 	/* Requests may have waited for the targets. */
 	for (n = SQCQ_FIRST_REQ_VQ; n < s->vdev.nvqs; n++)
 		if (READ_ONCE(s->vdev.vqs[n].running))
@@ -912,32 +1084,44 @@ out:
 
 int sqcq_clear_endpoint(struct sqcq_scsi *s, const struct vhost_scsi_target *t)
 {
-	int ret = 0;
-
 	mutex_lock(&sqcq_tcm_mutex);
 	if (!s->ep_set) {
 		/* QEMU clears at every stop, also when nothing was bound. */
-		goto out;
+		mutex_unlock(&sqcq_tcm_mutex);
+		sqcq_doorbells_detach(&s->vdev, "endpoint cleared");
+		return 0;
 	}
 	if (strcmp(s->ep_wwpn, t->vhost_wwpn)) {
 		pr_warn_ratelimited("dev%d: CLEAR_ENDPOINT for \"%s\" but \"%s\" is bound\n",
 				    s->id, t->vhost_wwpn, s->ep_wwpn);
-		ret = -EINVAL;
-		goto out;
+		mutex_unlock(&sqcq_tcm_mutex);
+		return -EINVAL;
 	}
-	sqcq_endpoint_unbind(s);
-	pr_info("dev%d: endpoint %s cleared\n", s->id, t->vhost_wwpn);
-out:
+	sqcq_endpoint_close(s);
 	mutex_unlock(&sqcq_tcm_mutex);
-	return ret;
+	/*
+	 * SQ/CQ ends after ep_set is clear: a setup request served after
+	 * this detach is refused (sqcq_ctrl_sqcq()), one served before is
+	 * removed by it.
+	 */
+	sqcq_doorbells_detach(&s->vdev, "endpoint cleared");
+	sqcq_endpoint_release(s);
+	sqcq_lifecycle_log(KERN_INFO, "dev%d: endpoint %s cleared\n", s->id,
+			   t->vhost_wwpn);
+	return 0;
 }
 
 void sqcq_scsi_drop_endpoint(struct sqcq_scsi *s)
 {
+	bool bound;
+
 	mutex_lock(&sqcq_tcm_mutex);
-	if (s->ep_set)
-		sqcq_endpoint_unbind(s);
+	bound = s->ep_set;
+	if (bound)
+		sqcq_endpoint_close(s);
 	mutex_unlock(&sqcq_tcm_mutex);
+	if (bound)
+		sqcq_endpoint_release(s);
 	/* Nothing is in flight: no new event can be queued for us. */
 	sqcq_scsi_flush_events(s);
 	sqcq_scsi_set_events_missed(s, false);
@@ -954,11 +1138,13 @@ void sqcq_scsi_show_targets(struct seq_file *m, struct sqcq_scsi *s)
 			seq_printf(m, "target %u: %s tpgt_%u\n", i,
 				   s->tpgs[i]->tport->name, s->tpgs[i]->tpgt);
 	up_read(&s->ep_rwsem);
-	seq_printf(m, "inflight: %d\ntmfs: %lld\nevents: %lld\nbad_target: %lld\n",
-		   atomic_read(&s->inflight),
+	seq_printf(m, "inflight: %d\ninflight_max: %u\ntmfs: %lld\nevents: %lld\nbad_target: %lld\nbusy: %lld\nbad_direction: %lld\n",
+		   atomic_read(&s->inflight), READ_ONCE(s->inflight_max),
 		   (long long)atomic64_read(&s->stat_tmfs),
 		   (long long)atomic64_read(&s->stat_events),
-		   (long long)atomic64_read(&s->stat_bad_target));
+		   (long long)atomic64_read(&s->stat_bad_target),
+		   (long long)atomic64_read(&s->stat_busy),
+		   (long long)atomic64_read(&s->stat_bad_dir));
 }
 
 int sqcq_scsi_tcm_init(struct sqcq_scsi *s)
@@ -970,7 +1156,7 @@ int sqcq_scsi_tcm_init(struct sqcq_scsi *s)
 	atomic_set(&s->inflight, 0);
 	spin_lock_init(&s->evt_lock);
 	INIT_LIST_HEAD(&s->evt_list);
-	s->done = kcalloc(SQCQ_NVQS, sizeof(*s->done), GFP_KERNEL);
+	s->done = kcalloc(SQCQ_NVQS, sizeof(*s->done), GFP_KERNEL_ACCOUNT);
 	if (!s->done)
 		return -ENOMEM;
 	for (i = 0; i < SQCQ_NVQS; i++)
@@ -1016,6 +1202,7 @@ static int sqcq_make_nexus(struct sqcq_tpg *tpg, const char *name)
 {
 	struct sqcq_nexus *nexus;
 
+	lockdep_assert_held(&sqcq_tcm_mutex);
 	if (tpg->nexus)
 		return -EEXIST;
 	nexus = kzalloc(sizeof(*nexus), GFP_KERNEL);
@@ -1040,6 +1227,7 @@ static int sqcq_drop_nexus(struct sqcq_tpg *tpg)
 {
 	struct sqcq_nexus *nexus = tpg->nexus;
 
+	lockdep_assert_held(&sqcq_tcm_mutex);
 	if (!nexus)
 		return -ENODEV;
 	if (tpg->port_count) {
@@ -1163,11 +1351,18 @@ static struct se_portal_group *sqcq_tcm_make_tpg(struct se_wwn *wwn,
 {
 	struct sqcq_tport *tport = container_of(wwn, struct sqcq_tport, wwn);
 	struct sqcq_tpg *tpg;
+	char canon[8];
 	u16 tpgt;
 	int ret;
 
+	/*
+	 * One spelling per tag ("tpgt_01" or "tpgt_+1" would be a second
+	 * directory for the slot of "tpgt_1").
+	 */
 	if (strncmp(name, "tpgt_", 5) || kstrtou16(name + 5, 10, &tpgt) ||
-	    tpgt >= SQCQ_MAX_TARGETS) {
+	    tpgt >= SQCQ_MAX_TARGETS ||
+	    (snprintf(canon, sizeof(canon), "%u", tpgt),
+	     strcmp(name + 5, canon))) {
 		pr_warn("%s: \"%s\": expected tpgt_N with N in 0..%u\n",
 			tport->name, name, SQCQ_MAX_TARGETS - 1);
 		return ERR_PTR(-EINVAL);

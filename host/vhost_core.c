@@ -10,6 +10,7 @@
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
+#include <linux/cgroup.h>
 #include <linux/file.h>
 #include <linux/kthread.h>
 #include <linux/log2.h>
@@ -44,6 +45,8 @@
 #define SQCQ_DESC_ALIGN		16u
 #define SQCQ_AVAIL_ALIGN	2u
 #define SQCQ_USED_ALIGN		4u
+/* Descriptors a chain walk reads between two scheduling points. */
+#define SQCQ_WALK_RESCHED	256u
 
 struct sqcq_desc {
 	__le64 addr;
@@ -144,6 +147,11 @@ sqcq_umem_find(const struct sqcq_umem *umem, u64 gpa)
 static int sqcq_copy_from_guest(struct sqcq_vq *vq, void *buf, u64 gpa,
 				size_t len)
 {
+	u64 last;
+
+	/* A range past 2^64 would wrap around to low guest memory. */
+	if (len && check_add_overflow(gpa, (u64)len - 1, &last))
+		return -EFAULT;
 	while (len) {
 		const struct sqcq_mem_region *r = sqcq_umem_find(vq->umem, gpa);
 		u64 chunk;
@@ -208,14 +216,14 @@ static struct sqcq_umem *sqcq_umem_build(void __user *argp)
 	if (hdr.padding)
 		return ERR_PTR(-EINVAL);
 
-	umem = kvzalloc(struct_size(umem, r, hdr.nregions), GFP_KERNEL);
+	umem = kvzalloc(struct_size(umem, r, hdr.nregions), GFP_KERNEL_ACCOUNT);
 	if (!umem)
 		return ERR_PTR(-ENOMEM);
 	umem->nregions = hdr.nregions;
 	if (!hdr.nregions)
 		return umem;
 
-	in = kvmalloc_array(hdr.nregions, sizeof(*in), GFP_KERNEL);
+	in = kvmalloc_array(hdr.nregions, sizeof(*in), GFP_KERNEL_ACCOUNT);
 	ret = -ENOMEM;
 	if (!in)
 		goto err;
@@ -350,7 +358,7 @@ static bool sqcq_worker_poll(struct sqcq_vdev *dev, bool work)
 	if (dev->poll_asleep) {
 		/* Woken (by a kick or a completion): poll again. */
 		dev->poll_asleep = false;
-		dev->stat_wakeups++;
+		WRITE_ONCE(dev->stat_wakeups, dev->stat_wakeups + 1);
 		sqcq_doorbells_awake(dev);
 		work = true;
 	}
@@ -375,7 +383,7 @@ static bool sqcq_worker_poll(struct sqcq_vdev *dev, bool work)
 		return false;
 	}
 	dev->poll_asleep = true;
-	dev->stat_sleeps++;
+	WRITE_ONCE(dev->stat_sleeps, dev->stat_sleeps + 1);
 	return true;
 }
 
@@ -404,6 +412,8 @@ static int sqcq_worker_fn(void *data)
 			__set_current_state(TASK_RUNNING);
 			served = true;
 			sqcq_worker_serve(&dev->vqs[i]);
+			/* 130 queues of a busy guest: not in one go. */
+			cond_resched();
 		}
 		if (dev->db && dev->db->sq_poll) {
 			sleep = sqcq_worker_poll(dev, served);
@@ -456,6 +466,7 @@ static void sqcq_kick_queue_proc(struct file *file, wait_queue_head_t *wqh,
 /* Stop polling the kick eventfd.  vq->mutex held. */
 static void sqcq_kick_unbind(struct sqcq_vq *vq)
 {
+	lockdep_assert_held(&vq->mutex);
 	/*
 	 * remove_wait_queue() takes the eventfd's wait-queue lock, under
 	 * which sqcq_kick_wake() runs: once it returns no wakeup is running
@@ -518,6 +529,14 @@ void sqcq_vq_fail(struct sqcq_vq *vq, const char *why)
 static int sqcq_req_add(struct sqcq_vq *vq, struct sqcq_req *req, u64 gpa,
 			u32 len, bool writable)
 {
+	u64 last;
+
+	/*
+	 * A descriptor running past 2^64 would continue at guest-physical 0;
+	 * refuse it before any segment is added.
+	 */
+	if (len && check_add_overflow(gpa, (u64)len - 1, &last))
+		return -EFAULT;
 	if (writable)
 		req->in_len += len;
 	else if (req->in_cnt)
@@ -534,8 +553,10 @@ static int sqcq_req_add(struct sqcq_vq *vq, struct sqcq_req *req, u64 gpa,
 			return -EFAULT;
 		if (req->out_cnt + req->in_cnt >= SQCQ_MAX_IOV)
 			return -E2BIG;
-		/* r->last - gpa + 1 cannot wrap: regions never end at 2^64-1
-		 * while starting at 0 (size is at most 2^64-1).
+		/*
+		 * r->last - gpa + 1 cannot wrap: a region holding gpa 0 ends
+		 * below 2^64-1 (its size is at most 2^64-1).  gpa + chunk
+		 * wraps only at the end of the range, checked above.
 		 */
 		chunk = min_t(u64, len, r->last - gpa + 1);
 		iov = &req->iov[req->out_cnt + req->in_cnt];
@@ -592,6 +613,9 @@ static int sqcq_walk_indirect(struct sqcq_vq *vq, struct sqcq_req *req,
 	for (left = count; ; left--) {
 		if (!left)
 			return -ELOOP;
+		/* Up to 32768 entries: let others run now and then. */
+		if (!(left % SQCQ_WALK_RESCHED))
+			cond_resched();
 		ret = sqcq_copy_from_guest(vq, &d, base + (u64)i * SQCQ_DESC_SIZE,
 					   sizeof(d));
 		if (ret)
@@ -626,6 +650,8 @@ static int sqcq_walk_chain(struct sqcq_vq *vq, struct sqcq_req *req, u16 head)
 
 		if (!left)
 			return -ELOOP;
+		if (!(left % SQCQ_WALK_RESCHED))
+			cond_resched();
 		if (copy_from_user(&d, vq->desc + i * SQCQ_DESC_SIZE,
 				   sizeof(d)))
 			return -EFAULT;
@@ -663,6 +689,7 @@ int sqcq_vq_pop(struct sqcq_vq *vq, struct sqcq_req *req)
 	u16 head;
 	int ret;
 
+	lockdep_assert_held(&vq->mutex);
 	if (vq->avail_idx_cache == vq->last_avail_idx) {
 		u16 idx;
 
@@ -701,7 +728,7 @@ int sqcq_vq_pop(struct sqcq_vq *vq, struct sqcq_req *req)
 		return ret;
 	}
 	vq->last_avail_idx++;
-	vq->stat_requests++;
+	WRITE_ONCE(vq->stat_requests, vq->stat_requests + 1);
 	return 1;
 }
 
@@ -712,6 +739,7 @@ int sqcq_vq_push_used(struct sqcq_vq *vq, u16 head, u32 len)
 		.len = cpu_to_le32(len),
 	};
 
+	lockdep_assert_held(&vq->mutex);
 	if (copy_to_user(sqcq_used_entry(vq, vq->last_used_idx), &e,
 			 sizeof(e))) {
 		sqcq_vq_fail(vq, "cannot write used->ring");
@@ -784,7 +812,7 @@ void sqcq_vq_notify(struct sqcq_vq *vq)
 	/* Worker only: vq->cq cannot change under us (poll_lock). */
 	if (vq->cq) {
 		if (!sqcq_doorbells_publish_cq(vq)) {
-			vq->stat_calls_saved++;
+			WRITE_ONCE(vq->stat_calls_saved, vq->stat_calls_saved + 1);
 			return;
 		}
 	} else if (!sqcq_vq_should_signal(vq)) {
@@ -792,7 +820,7 @@ void sqcq_vq_notify(struct sqcq_vq *vq)
 	}
 	if (vq->call_ctx) {
 		sqcq_eventfd_signal(vq->call_ctx);
-		vq->stat_calls++;
+		WRITE_ONCE(vq->stat_calls, vq->stat_calls + 1);
 	}
 }
 
@@ -906,7 +934,9 @@ static int sqcq_vq_check_access(struct sqcq_vq *vq)
 /* Stop the ring: the worker will not touch it again.  vq->mutex held. */
 static void sqcq_vq_stop(struct sqcq_vq *vq)
 {
-	vq->running = false;
+	lockdep_assert_held(&vq->mutex);
+	/* Lockless readers: sqcq_vdev_any_running(), the SQ/CQ setup. */
+	WRITE_ONCE(vq->running, false);
 	sqcq_kick_unbind(vq);
 	/*
 	 * The pending bit stays: it may stand for completions the device
@@ -921,6 +951,7 @@ static int sqcq_vq_start(struct sqcq_vq *vq, struct file *file)
 	__le16 raw;
 	int ret;
 
+	lockdep_assert_held(&vq->mutex);
 	if (!vq->num || !vq->addr_set) {
 		pr_warn_ratelimited("vq %u: SET_VRING_KICK before SET_VRING_NUM/ADDR\n",
 				    vq->index);
@@ -931,7 +962,7 @@ static int sqcq_vq_start(struct sqcq_vq *vq, struct file *file)
 		return ret;
 	if (!vq->iov) {
 		vq->iov = kvmalloc_array(SQCQ_MAX_IOV, sizeof(*vq->iov),
-					 GFP_KERNEL);
+					 GFP_KERNEL_ACCOUNT);
 		if (!vq->iov)
 			return -ENOMEM;
 	}
@@ -946,7 +977,7 @@ static int sqcq_vq_start(struct sqcq_vq *vq, struct file *file)
 
 	sqcq_kick_unbind(vq);
 	sqcq_kick_bind(vq, file);
-	vq->running = true;
+	WRITE_ONCE(vq->running, true);
 	/* Serve whatever the driver queued before we were started. */
 	sqcq_vq_queue_work(vq);
 	return 0;
@@ -973,6 +1004,17 @@ static long sqcq_vq_set_kick(struct sqcq_vq *vq, int fd)
 		return PTR_ERR(ctx);
 	}
 	eventfd_ctx_put(ctx);	/* only checked that it is an eventfd */
+	if (vq->running) {
+		/*
+		 * A new kick file for a running ring: only the notification
+		 * source changes.  Restarting would forget the requests in
+		 * flight (their completions belong to this ring).
+		 */
+		sqcq_kick_unbind(vq);
+		sqcq_kick_bind(vq, file);
+		sqcq_vq_queue_work(vq);
+		return 0;
+	}
 	ret = sqcq_vq_start(vq, file);
 	if (ret)
 		fput(file);
@@ -1041,11 +1083,6 @@ static long sqcq_vring_ioctl(struct sqcq_vdev *dev, unsigned int cmd,
 		break;
 	}
 
-	/* Stopping a polled ring ends SQ/CQ first (no vq->mutex held here). */
-	if (cmd == VHOST_GET_VRING_BASE ||
-	    (cmd == VHOST_SET_VRING_KICK && f.fd == VHOST_FILE_UNBIND))
-		sqcq_doorbells_detach(dev, "ring stopped");
-
 	/* Waits for the worker to leave this ring (see sqcq_worker_serve()). */
 	mutex_lock(&vq->mutex);
 	switch (cmd) {
@@ -1095,6 +1132,15 @@ static long sqcq_vring_ioctl(struct sqcq_vdev *dev, unsigned int cmd,
 		break;
 	}
 	mutex_unlock(&vq->mutex);
+	/*
+	 * A stopped ring ends SQ/CQ.  After the stop, not before: a setup
+	 * request served in between sees the ring stopped and is refused,
+	 * and one served before it is removed here (poll_lock orders the
+	 * two; it is never taken under a vq->mutex).
+	 */
+	if (cmd == VHOST_GET_VRING_BASE ||
+	    (cmd == VHOST_SET_VRING_KICK && f.fd == VHOST_FILE_UNBIND))
+		sqcq_doorbells_detach(dev, "ring stopped");
 	return ret;
 }
 
@@ -1127,6 +1173,7 @@ static long sqcq_set_owner(struct sqcq_vdev *dev)
 {
 	struct task_struct *worker;
 	struct mm_struct *mm;
+	int ret;
 
 	if (dev->mm)
 		return -EBUSY;
@@ -1138,6 +1185,17 @@ static long sqcq_set_owner(struct sqcq_vdev *dev)
 	if (IS_ERR(worker)) {
 		mmput(mm);
 		return PTR_ERR(worker);
+	}
+	/*
+	 * The worker works for the owner: put it in the owner's cgroups, so
+	 * its CPU time and the memory it allocates for the guest
+	 * (GFP_KERNEL_ACCOUNT) are charged to the VM, not to the host.
+	 */
+	ret = cgroup_attach_task_all(current, worker);
+	if (ret) {
+		kthread_stop(worker);
+		mmput(mm);
+		return ret;
 	}
 	dev->mm = mm;
 	dev->owner_pid = current->tgid;
@@ -1157,8 +1215,7 @@ static void sqcq_vdev_reset(struct sqcq_vdev *dev)
 	struct task_struct *worker = dev->worker;
 	unsigned int i;
 
-	/* The host never touches a doorbell area after this. */
-	sqcq_doorbells_detach(dev, "device reset");
+	lockdep_assert_held(&dev->mutex);
 	/*
 	 * No kick can queue work once every wait entry is gone; each vq
 	 * mutex also waits for the worker to leave that ring.
@@ -1170,6 +1227,11 @@ static void sqcq_vdev_reset(struct sqcq_vdev *dev)
 		sqcq_vq_stop(vq);
 		mutex_unlock(&vq->mutex);
 	}
+	/*
+	 * With the control ring stopped no setup request can attach the
+	 * doorbells again: the host never touches the area after this.
+	 */
+	sqcq_doorbells_detach(dev, "device reset");
 	if (dev->ops->reset)
 		dev->ops->reset(dev);
 	if (worker) {
@@ -1220,8 +1282,8 @@ int sqcq_vdev_init(struct sqcq_vdev *dev, unsigned int nvqs,
 	dev->ops = ops;
 	dev->priv = priv;
 	dev->nvqs = nvqs;
-	dev->vqs = kvcalloc(nvqs, sizeof(*dev->vqs), GFP_KERNEL);
-	dev->pending = bitmap_zalloc(nvqs, GFP_KERNEL);
+	dev->vqs = kvcalloc(nvqs, sizeof(*dev->vqs), GFP_KERNEL_ACCOUNT);
+	dev->pending = bitmap_zalloc(nvqs, GFP_KERNEL_ACCOUNT);
 	if (!dev->vqs || !dev->pending) {
 		kvfree(dev->vqs);
 		bitmap_free(dev->pending);

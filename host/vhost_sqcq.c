@@ -54,7 +54,7 @@ int __sqcq_doorbells_attach(struct sqcq_vdev *dev,
 	if (!r || gpa + len - 1 > r->last)
 		return SQCQ_S_BAD_ADDR;
 
-	db = kzalloc(sizeof(*db), GFP_KERNEL);
+	db = kzalloc(sizeof(*db), GFP_KERNEL_ACCOUNT);
 	if (!db)
 		return SQCQ_S_NO_RESOURCES;
 	db->gpa = gpa;
@@ -65,7 +65,8 @@ int __sqcq_doorbells_attach(struct sqcq_vdev *dev,
 	db->sq_poll = sq_poll;
 	off = db->uaddr & ~PAGE_MASK;
 	db->npages = DIV_ROUND_UP(off + len, PAGE_SIZE);
-	db->pages = kvcalloc(db->npages, sizeof(*db->pages), GFP_KERNEL);
+	db->pages = kvcalloc(db->npages, sizeof(*db->pages),
+			     GFP_KERNEL_ACCOUNT);
 	if (!db->pages) {
 		db->npages = 0;
 		goto fail;
@@ -86,8 +87,8 @@ int __sqcq_doorbells_attach(struct sqcq_vdev *dev,
 		struct sqcq_vq *vq = &dev->vqs[first_vq + i];
 		struct sqcq_queue_lines *ql = &db->area->q[i];
 
-		vq->sq = &ql->sq_line.sq;
-		vq->cq = &ql->cq_line.cq;
+		WRITE_ONCE(vq->sq, &ql->sq_line.sq);
+		WRITE_ONCE(vq->cq, &ql->cq_line.cq);
 		vq->sq_seen = sqcq_load16(&vq->sq->idx);
 		/*
 		 * The guest set SQ NEED_WAKEUP (kick me, as in classic mode);
@@ -96,7 +97,8 @@ int __sqcq_doorbells_attach(struct sqcq_vdev *dev,
 		 */
 		sqcq_store16(&vq->cq->idx, vq->last_used_idx);
 	}
-	dev->db = db;
+	/* debugfs reads mode and queue pointers without poll_lock. */
+	WRITE_ONCE(dev->db, db);
 	/* First loop: clear NEED_WAKEUP, bind per poll_cpu, start the clock. */
 	dev->poll_asleep = true;
 	dev->poll_bound_gen = dev->ops->poll_gen() - 1;
@@ -122,14 +124,14 @@ bool __sqcq_doorbells_detach(struct sqcq_vdev *dev, const char *why)
 		/* Kick me from now on; full barrier inside. */
 		sqcq_stop_polling(&vq->sq->flags, VRING_SQ_F_NEED_WAKEUP,
 				  VRING_SQ_F_STOPPED);
-		vq->sq = NULL;
-		vq->cq = NULL;
+		WRITE_ONCE(vq->sq, NULL);
+		WRITE_ONCE(vq->cq, NULL);
 	}
-	dev->db = NULL;
+	WRITE_ONCE(dev->db, NULL);
 	dev->poll_asleep = false;
 	sqcq_db_free(db);
-	pr_info("owner %d: SQ/CQ stopped (%s), queues back to classic\n",
-		dev->owner_pid, why);
+	sqcq_lifecycle_log(KERN_INFO, "owner %d: SQ/CQ stopped (%s), queues back to classic\n",
+			   dev->owner_pid, why);
 	/*
 	 * Requests the guest published without kicking while we polled are
 	 * in the rings: serve them now, classic from here on.
@@ -148,6 +150,31 @@ void sqcq_doorbells_detach(struct sqcq_vdev *dev, const char *why)
 	mutex_unlock(&dev->poll_lock);
 }
 
+/*
+ * True when the owner's address space still maps the pages we pinned at
+ * db->uaddr.  The same address is not enough: the VMM may have mapped new
+ * memory there, which the guest now writes while we would keep polling the
+ * old pages.  Called by the owner (an ioctl), so current->mm is its mm.
+ */
+static bool sqcq_db_pages_current(const struct sqcq_doorbells *db)
+{
+	struct page **now;
+	bool same;
+	int got, i;
+
+	now = kvcalloc(db->npages, sizeof(*now), GFP_KERNEL_ACCOUNT);
+	if (!now)
+		return false;
+	got = get_user_pages_fast(db->uaddr & PAGE_MASK, db->npages,
+				  FOLL_WRITE, now);
+	same = got == (int)db->npages &&
+	       !memcmp(now, db->pages, db->npages * sizeof(*now));
+	for (i = 0; i < got; i++)
+		put_page(now[i]);
+	kvfree(now);
+	return same;
+}
+
 void sqcq_doorbells_revalidate(struct sqcq_vdev *dev,
 			       const struct sqcq_umem *umem)
 {
@@ -159,7 +186,8 @@ void sqcq_doorbells_revalidate(struct sqcq_vdev *dev,
 	if (db) {
 		r = sqcq_umem_lookup(umem, db->gpa);
 		if (!r || db->gpa + db->len - 1 > r->last ||
-		    r->uaddr + (db->gpa - r->gpa) != db->uaddr)
+		    r->uaddr + (db->gpa - r->gpa) != db->uaddr ||
+		    !sqcq_db_pages_current(db))
 			__sqcq_doorbells_detach(dev, "memory table changed");
 	}
 	mutex_unlock(&dev->poll_lock);
@@ -171,6 +199,7 @@ bool sqcq_doorbells_poll(struct sqcq_vdev *dev)
 	bool work = false;
 	unsigned int i;
 
+	lockdep_assert_held(&dev->poll_lock);
 	for (i = 0; i < db->nq; i++) {
 		struct sqcq_vq *vq = &dev->vqs[db->first_vq + i];
 		u16 idx;
@@ -184,7 +213,7 @@ bool sqcq_doorbells_poll(struct sqcq_vdev *dev)
 		 * checked on its own (avail->idx), so no trust is needed.
 		 */
 		vq->sq_seen = idx;
-		vq->stat_doorbells++;
+		WRITE_ONCE(vq->stat_doorbells, vq->stat_doorbells + 1);
 		__set_current_state(TASK_RUNNING);
 		sqcq_worker_serve(vq);
 		work = true;
@@ -197,6 +226,7 @@ bool sqcq_doorbells_prepare_sleep(struct sqcq_vdev *dev)
 	struct sqcq_doorbells *db = dev->db;
 	unsigned int i, j;
 
+	lockdep_assert_held(&dev->poll_lock);
 	for (i = 0; i < db->nq; i++) {
 		struct sqcq_vq *vq = &dev->vqs[db->first_vq + i];
 
@@ -222,6 +252,7 @@ void sqcq_doorbells_awake(struct sqcq_vdev *dev)
 	struct sqcq_doorbells *db = dev->db;
 	unsigned int i;
 
+	lockdep_assert_held(&dev->poll_lock);
 	for (i = 0; i < db->nq; i++)
 		sqcq_clear_need_wakeup(&dev->vqs[db->first_vq + i].sq->flags,
 				       VRING_SQ_F_NEED_WAKEUP);

@@ -468,7 +468,10 @@ build_one() {
 		return 1
 	}
 	cc=$(kernel_cc "$abi")
-	args=(-C "$KH/$abi/build" M="$dir" W=1 KCFLAGS=-Werror -j"$JOBS")
+	# Frames of at most 1 KiB: what kernels built with FRAME_WARN=1024
+	# (32-bit, many embedded configs) demand with -Werror.
+	args=(-C "$KH/$abi/build" M="$dir" W=1 "KCFLAGS=-Werror -Wframe-larger-than=1024"
+		-j"$JOBS")
 	if [ -z "$suite" ] && ! command -v "$cc" >/dev/null; then
 		# bullseye's 5.10 names gcc-10, which bookworm lacks; its headers
 		# build fine with bookworm's gcc-12.

@@ -43,6 +43,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -1089,6 +1090,50 @@ static void test_bad_ring(int fd, enum bad_kind kind)
 		 bad_names[kind]);
 	result(load16(&q->used->idx) == 0 && efd_take(q->err, 0) == 0, name,
 	       "used %u", load16(&q->used->idx));
+}
+
+#define WRAP_VQ		24
+#define WRAP_LOW_OFF	(9u << 20)		/* guest-physical 0 .. 64 KiB */
+#define WRAP_HIGH_OFF	(WRAP_LOW_OFF + 65536)	/* the last 64 KiB of 2^64 */
+
+/*
+ * A descriptor running past guest-physical 2^64-1 must not go on at
+ * guest-physical 0.  With one region ending at 2^64-1 and one starting at
+ * 0, a request header split across the wrap would otherwise be read from
+ * both and answered; the host must treat it as outside guest memory.
+ */
+static void test_gpa_wrap(int fd)
+{
+	const uint64_t top = 0ull - 65536;
+	struct vhost_memory_region r[3] = {
+		REGION(0, 65536, (uintptr_t)mem + WRAP_LOW_OFF),
+		REGION(GBASE, MEM_SIZE, (uintptr_t)mem),
+		REGION(top, 65536, (uintptr_t)mem + WRAP_HIGH_OFF),
+	};
+	struct virtio_scsi_cmd_req hdr = { .lun = { 1, 1, 0x40, 0 } };
+	struct cvq *q = &vqs[WRAP_VQ];
+	struct virtio_scsi_cmd_resp *rsp;
+	uint16_t h;
+	bool err;
+
+	expect("gpa-wrap-table-with-region-at-2^64", set_mem(fd, 3, r, 0), 0);
+	expect("gpa-wrap-start", cvq_start(fd, q, WRAP_VQ, true), 0);
+	/* 16 bytes at the very top, the other 35 at guest-physical 0. */
+	hdr.tag = 77;
+	memcpy(mem + WRAP_HIGH_OFF + 65536 - 16, &hdr, 16);
+	memcpy(mem + WRAP_LOW_OFF, (uint8_t *)&hdr + 16, sizeof(hdr) - 16);
+	rsp = buf_alloc(sizeof(*rsp));
+	h = cvq_desc(q, gpa(rsp), sizeof(*rsp), VRING_DESC_F_WRITE, 0);
+	h = cvq_desc(q, 0ull - 16, sizeof(hdr), VRING_DESC_F_NEXT, h);
+	cvq_publish(q, h);
+	cvq_kick(q);
+	err = efd_take(q->err, 5000) >= 1;
+	result(err && load16(&q->used->idx) == 0,
+	       "gpa-wrap-descriptor-refused",
+	       "err %d used %u response %u", err, load16(&q->used->idx),
+	       rsp->response);
+	vring_state(fd, VHOST_GET_VRING_BASE, WRAP_VQ, 0);
+	expect("gpa-wrap-good-table-again", set_good_mem(fd), 0);
 }
 
 /* A broken ring restarted with sane content works again. */
@@ -3238,6 +3283,303 @@ static void t_close_in_flight(int fd)
 	result(!dir[0], "scsi-close-debugfs-gone", "%s", dir);
 }
 
+/* ---- hostile-guest checks (each one a hole a review found) ---- */
+
+/* A "key: value" number of the debugfs "targets" file of our device. */
+static long long dbg_target_stat(const char *key)
+{
+	char dir[512] = "", path[600], buf[8192], *p;
+	long long v = -1;
+
+	dbg_devs(getpid(), dir, sizeof(dir));
+	snprintf(path, sizeof(path), "%s/targets", dir);
+	if (!dir[0] || !read_file(path, buf, sizeof(buf)))
+		return -1;
+	p = strstr(buf, key);
+	if (p && sscanf(p + strlen(key), ": %lld", &v) == 1)
+		return v;
+	return -1;
+}
+
+static bool check_bad_cdb(const struct sres *s)
+{
+	uint8_t key = 0, asc = 0;
+
+	sense_of(&s->r, &key, &asc);
+	return s->done && s->r.response == VIRTIO_SCSI_S_OK &&
+	       s->r.status == 0x02 && key == 0x5 && asc == 0x24 &&
+	       s->used == RSP_SZ;
+}
+
+/*
+ * Data buffers whose direction contradicts the CDB.  The target core's
+ * emulated commands write their answer into whatever buffer they get: a
+ * device-readable page (pinned read-only) backed by a private file mapping
+ * is the page cache itself, so a host that wrote into it would change the
+ * file.  Each such command must be answered CHECK CONDITION instead.
+ */
+static void t_direction(void)
+{
+	static const char path[] = "/tmp/sqcq-direction-test";
+	uint8_t *page = mem + HOLE_OFF, cdb[16], *b, want[4096], got[4096];
+	bool mapped, same_file, same_map;
+	struct sres s;
+	int ffd;
+
+	memset(want, 0xa5, sizeof(want));
+	ffd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	mapped = ffd >= 0 && pwrite(ffd, want, sizeof(want), 0) == 4096 &&
+		 mmap(page, 4096, PROT_READ | PROT_WRITE,
+		      MAP_PRIVATE | MAP_FIXED, ffd, 0) == page;
+	result(mapped, "scsi-direction-private-file-mapped", "%s",
+	       strerror(errno));
+	if (!mapped)
+		goto out;
+	/* Read fault only: the mapping shows the page cache page. */
+	result(page[0] == 0xa5, "scsi-direction-private-file-readable",
+	       "0x%x", page[0]);
+
+	memset(cdb, 0, sizeof(cdb));
+	cdb[0] = 0x12;			/* INQUIRY */
+	cdb[4] = 96;
+	scsi_cmd(1, 0, cdb, 6, gpa(page), 96, false, &s);
+	result(check_bad_cdb(&s), "scsi-inquiry-readable-buffer-check-condition",
+	       "%s", sres_str(&s));
+	memset(cdb, 0, sizeof(cdb));
+	cdb[0] = 0x1a;			/* MODE SENSE(6) */
+	cdb[2] = 0x3f;
+	cdb[4] = 192;
+	scsi_cmd(1, 0, cdb, 6, gpa(page), 192, false, &s);
+	result(check_bad_cdb(&s), "scsi-mode-sense-readable-buffer-check-condition",
+	       "%s", sres_str(&s));
+	cdb_rw(cdb, false, false, 0, 8);	/* READ(10) into it */
+	scsi_cmd(1, 0, cdb, 10, gpa(page), 4096, false, &s);
+	result(check_bad_cdb(&s), "scsi-read-readable-buffer-check-condition",
+	       "%s", sres_str(&s));
+	memset(cdb, 0, sizeof(cdb));
+	cdb[0] = 0xa0;			/* REPORT LUNS */
+	put_be(cdb + 6, 256, 4);
+	scsi_cmd(1, 0, cdb, 12, gpa(page), 256, false, &s);
+	result(check_bad_cdb(&s), "scsi-report-luns-readable-buffer-check-condition",
+	       "%s", sres_str(&s));
+
+	same_file = pread(ffd, got, sizeof(got), 0) == 4096 &&
+		    !memcmp(got, want, sizeof(got));
+	same_map = !memcmp(page, want, 4096);
+	result(same_file && same_map, "scsi-direction-private-file-unchanged",
+	       "file %s, mapping %s", same_file ? "same" : "CHANGED",
+	       same_map ? "same" : "CHANGED");
+
+	/* The other way: a WRITE whose data buffer is device-writable. */
+	b = buf_alloc(SECT);
+	memset(b, 0x3c, SECT);
+	cdb_rw(cdb, true, false, 300, 1);
+	scsi_cmd(1, 0, cdb, 10, gpa(b), SECT, true, &s);
+	disks[0].valid[300] = 0;	/* whatever happened, stop trusting it */
+	result(check_bad_cdb(&s), "scsi-write-writable-buffer-check-condition",
+	       "%s", sres_str(&s));
+	result(dbg_target_stat("bad_direction") >= 5,
+	       "scsi-direction-debugfs-counted", "%lld",
+	       dbg_target_stat("bad_direction"));
+	tur(1, 0, &s);
+	result(good(&s), "scsi-direction-queue-still-works", "%s",
+	       sres_str(&s));
+out:
+	if (ffd >= 0)
+		close(ffd);
+	unlink(path);
+	result(remap_hole(), "scsi-direction-remap-guest-memory", "%s",
+	       strerror(errno));
+}
+
+#define FLOOD_VQ	7
+#define FLOOD_NUM	16u
+#define FLOOD_ROUNDS	40u
+
+/*
+ * A guest that reuses one head: it publishes the same 8 MiB READ again as
+ * soon as the host has popped the last batch (avail_event, EVENT_IDX),
+ * without waiting for completions.  The host must answer BUSY beyond the
+ * ring size instead of pinning and allocating without end.
+ */
+static void t_inflight_cap(int fd)
+{
+	struct cvq *q = &vqs[FLOOD_VQ];
+	const uint32_t big = 8u << 20;
+	struct virtio_scsi_cmd_req *req;
+	struct virtio_scsi_cmd_resp *rsp;
+	long long busy0, busy, hiwat;
+	unsigned int r, i, total = 0;
+	bool popped = true, drained;
+	uint16_t h;
+
+	cvq_layout(q, FLOOD_VQ, FLOOD_NUM);
+	q->kick = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	q->call = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	q->err = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	expect("scsi-flood-queue-start", cvq_start(fd, q, FLOOD_VQ, false), 0);
+	busy0 = dbg_target_stat("busy");
+
+	req = new_req(1, 0);
+	cdb_rw(req->cdb, false, false, 0, big / SECT);
+	rsp = new_rsp();
+	h = cvq_desc(q, gpa(mem + BIG_OFF), big, VRING_DESC_F_WRITE, 0);
+	h = cvq_desc(q, gpa(rsp), RSP_SZ, VRING_DESC_F_WRITE | VRING_DESC_F_NEXT, h);
+	h = cvq_desc(q, gpa(req), HDR_SZ, VRING_DESC_F_NEXT, h);
+	for (r = 0; r < FLOOD_ROUNDS && popped; r++) {
+		for (i = 0; i < FLOOD_NUM; i++)
+			cvq_publish(q, h);
+		total += FLOOD_NUM;
+		cvq_kick(q);
+		/* The host says where it stopped popping: all of them. */
+		popped = wait16(avail_event(q), q->avail_idx, 5000);
+	}
+	result(popped, "scsi-flood-reused-head-popped", "%u of %u requests",
+	       total, FLOOD_ROUNDS * FLOOD_NUM);
+	/* Every request is answered exactly once: BUSY or its data. */
+	drained = wait16(&q->used->idx, (uint16_t)total, 120000);
+	busy = dbg_target_stat("busy") - busy0;
+	hiwat = dbg_target_stat("inflight_max");
+	result(drained, "scsi-flood-all-answered", "used %u of %u",
+	       load16(&q->used->idx), total);
+	result(busy > 0 && hiwat >= 0 && hiwat <= FLOOD_NUM,
+	       "scsi-flood-inflight-capped-at-ring-size",
+	       "%lld answered BUSY, at most %lld in flight on one queue (ring %u)",
+	       busy, hiwat, FLOOD_NUM);
+	vring_state(fd, VHOST_GET_VRING_BASE, FLOOD_VQ, 0);
+}
+
+struct evt_abuse {
+	atomic_bool stop;
+	uint16_t head;
+	unsigned long posted;
+};
+
+/* Keep the event ring full of 4-byte buffers, refilled in bulk. */
+static void *evt_abuse_run(void *a)
+{
+	struct evt_abuse *ea = a;
+	struct cvq *q = &vqs[1];
+	uint16_t h = ea->head;
+	struct timespec t0;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	while (!atomic_load(&ea->stop) && elapsed_ms(&t0) < 6000) {
+		uint16_t used = load16(&q->used->idx);
+
+		while ((uint16_t)(q->avail_idx - used) < q->num) {
+			q->avail->ring[q->avail_idx % q->num] = h;
+			q->avail_idx++;
+			ea->posted++;
+		}
+		__atomic_store_n(&q->avail->idx, q->avail_idx, __ATOMIC_RELEASE);
+		cvq_kick(q);
+	}
+	return NULL;
+}
+
+/*
+ * Event buffers too small for an event, posted as fast as the host uses
+ * them, while hotplug events are pending: the worker must not stay in the
+ * event queue (holding its mutex) for ever.  GET_VRING_BASE of that queue
+ * returns within 2 s.
+ */
+static void t_evt_abuse(int fd)
+{
+	struct evt_abuse ea = { .posted = 0 };
+	struct vhost_vring_state st = { .index = 1 };
+	struct virtio_scsi_event ev;
+	unsigned int delivered = 0;
+	uint32_t len;
+	struct timespec t0;
+	pthread_t th;
+	int ret;
+
+	atomic_init(&ea.stop, false);
+	ea.head = cvq_desc(&vqs[1], gpa(buf_alloc(64)), 4, VRING_DESC_F_WRITE, 0);
+	if (pthread_create(&th, NULL, evt_abuse_run, &ea)) {
+		result(false, "scsi-evt-abuse", "pthread_create");
+		return;
+	}
+	result(hook("hook_relink %s %s 2 0 4", fabric, wwpn),
+	       "scsi-evt-abuse-hotplug-pending", "-");
+	msleep(300);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	ret = timed_ioctl(fd, VHOST_GET_VRING_BASE, &st, 20000,
+			  "scsi-evt-abuse-get-vring-base");
+	result(ret == 0 && elapsed_ms(&t0) < 2000,
+	       "scsi-evt-abuse-get-vring-base-within-2s",
+	       "ret %d after %llu ms, %lu buffers posted", ret,
+	       (unsigned long long)elapsed_ms(&t0), ea.posted);
+	atomic_store(&ea.stop, true);
+	pthread_join(th, NULL);
+	/* Start it afresh, with proper buffers, for whoever comes next. */
+	expect("scsi-evt-abuse-restart", cvq_start(fd, &vqs[1], 1, true), 0);
+	ev_post(16, sizeof(struct virtio_scsi_event));
+	while (ev_next(&ev, &len, 1000))
+		delivered++;
+	/*
+	 * 8 events; the 6 buffers t_events() left took the first ones, the
+	 * short buffers none: the rest wait for real buffers.
+	 */
+	result(delivered >= 1 && delivered <= 8, "scsi-evt-abuse-events-kept",
+	       "%u hotplug events delivered afterwards", delivered);
+	/* What t_lun_unlink_under_io() expects to find. */
+	ev_post(6, sizeof(struct virtio_scsi_event));
+	clear_ua_all();
+}
+
+/*
+ * A new kick eventfd for a running ring (a VMM moving its ioeventfd) must
+ * not lose the requests in flight: every one is still answered.
+ */
+static void t_kick_swap(int fd)
+{
+	struct cvq *q = &vqs[SYNC_VQ];
+	unsigned int r, i, lost = 0, rounds = 60;
+	struct virtio_scsi_cmd_req *req;
+	struct virtio_scsi_cmd_resp *rsp;
+	uint8_t *data;
+	uint16_t h;
+	int nk;
+
+	for (r = 0; r < rounds; r++) {
+		for (i = 0; i < 4; i++) {
+			req = new_req(1, 0);
+			cdb_rw(req->cdb, false, false, 2048 + 512 * i, 512);
+			rsp = new_rsp();
+			data = mem + BIG_OFF + (i << 18);
+			h = cvq_desc(q, gpa(data), 256u << 10,
+				     VRING_DESC_F_WRITE, 0);
+			h = cvq_desc(q, gpa(rsp), RSP_SZ,
+				     VRING_DESC_F_WRITE | VRING_DESC_F_NEXT, h);
+			h = cvq_desc(q, gpa(req), HDR_SZ, VRING_DESC_F_NEXT, h);
+			cvq_publish(q, h);
+		}
+		cvq_kick(q);
+		nk = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+		if (vring_file(fd, VHOST_SET_VRING_KICK, q->idx, nk)) {
+			result(false, "scsi-kick-swap-running-ring", "%s",
+			       strerror(errno));
+			close(nk);
+			return;
+		}
+		close(q->kick);
+		q->kick = nk;
+		if (!cvq_wait_used(q, q->avail_idx, 10000)) {
+			lost += (uint16_t)(q->avail_idx - load16(&q->used->idx));
+			break;
+		}
+		q->used_seen = q->avail_idx;
+	}
+	result(!lost, "scsi-kick-swap-keeps-requests-in-flight",
+	       "%u rounds, %u requests never answered", r, lost);
+	if (lost) {
+		vring_state(fd, VHOST_GET_VRING_BASE, q->idx, 0);
+		cvq_start(fd, q, q->idx, true);
+	}
+}
+
 static void phase(const char *name)
 {
 	static struct timespec t0;
@@ -3283,10 +3625,18 @@ static int scsi_main(int argc, char **argv)
 	t_boundaries();
 	phase("malformed");
 	t_malformed();
+	phase("direction");
+	t_direction();
+	phase("inflight-cap");
+	t_inflight_cap(fd);
 	phase("tmf");
 	t_tmf();
+	phase("kick-swap");
+	t_kick_swap(fd);
 	phase("events");
 	t_events(fd);
+	phase("evt-abuse");
+	t_evt_abuse(fd);
 	phase("clear-under-io");
 	t_clear_under_io(fd);
 	phase("lun-unlink-under-io");
@@ -3429,6 +3779,7 @@ int main(int argc, char **argv)
 	for (k = 0; k < BAD_KINDS; k++)
 		test_bad_ring(fd, k);
 	test_bad_ring_recovery(fd);
+	test_gpa_wrap(fd);
 	test_stress(fd);
 	test_unknown_ioctls(fd);	/* still ENOTTY with rings running */
 

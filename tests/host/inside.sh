@@ -109,6 +109,10 @@ ok=1
 check target-setup-tpgt1-two-luns tpg_setup $FAB $WWPN 1 2 $LUN_MB || ok=0
 check target-setup-tpgt2-one-lun tpg_setup $FAB $WWPN 2 1 $LUN_MB || ok=0
 check target-setup-tpgt3-no-lun tpg_setup $FAB $WWPN 3 0 $LUN_MB || ok=0
+# One directory per TPG tag: other spellings of tag 1 are refused.
+for alias in tpgt_01 tpgt_+1 tpgt_001; do
+	check "tpg-alias-$alias-refused" bash -c "! mkdir $CFS/$FAB/$WWPN/$alias 2>/dev/null"
+done
 if [ "$ok" = 1 ]; then
 	SQCQ_HOOK="$(printf '%q ' bash "$HERE/inside.sh" --hook)" \
 		timeout -k 10 1200 "$CLIENT" scsi /dev/vhost-scsi-sqcq $FAB $WWPN $LUN_MB ||

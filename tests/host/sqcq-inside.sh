@@ -46,6 +46,28 @@ mkdir -p $C/core/rd_mcp_0/sq &&
 # 1. Setup checks, good and malformed (PASS/FAIL lines from the client).
 timeout 120 "$CLIENT" /dev/vhost-scsi-sqcq $W -q 4 -C || fails=$((fails + 1))
 
+# 1b. 1000 devices that ask for SQ/CQ and are closed at once, half of them
+# before the answer (the close races the attach): nothing stays pinned
+# (FOLL_PIN counters of /proc/vmstat balance) or mapped (no vmap of ours
+# in /proc/vmallocinfo), and the kernel log gets a handful of lines.
+pins() { awk '$1 == "nr_foll_pin_acquired" { a = $2 } $1 == "nr_foll_pin_released" { r = $2 } END { print a - r }' /proc/vmstat; }
+vmaps() { grep -c "\[$MOD\]" /proc/vmallocinfo; }
+modlines() { dmesg | grep -c "$MOD: "; }
+pins0=$(pins) lines0=$(modlines) t0=$SECONDS
+out=$(timeout 600 "$CLIENT" /dev/vhost-scsi-sqcq $W -q 4 -R 1000 2>&1); rc=$?
+secs=$((SECONDS - t0))
+sleep 1
+[ $rc = 0 ] && pass "setup-close-cycles ($out)" || fail "setup-close-cycles (rc $rc: $out)"
+check setup-close-cycles-no-worker-left [ "$(workers)" = 0 ]
+pins1=$(pins)
+check "setup-close-cycles-no-pins-left ($pins0 -> $pins1 pages pinned)" [ "$pins1" = "$pins0" ]
+check "setup-close-cycles-no-vmap-left ($(vmaps))" [ "$(vmaps)" = 0 ]
+# The module's budget for such lines is 10 a minute (sqcq_lifecycle_rs),
+# in windows that need not start with the run.
+lines=$(($(modlines) - lines0)) most=$((10 * (secs / 60 + 2)))
+check "setup-close-cycles-log-bounded ($lines lines for 1000 devices in $secs s, at most $most)" \
+	[ "$lines" -le "$most" ]
+
 # 2. sqcq=0 refuses, with its status.
 echo 0 >$P/sqcq
 out=$(timeout 60 "$CLIENT" /dev/vhost-scsi-sqcq $W -s -n 10 2>&1); rc=$?

@@ -144,6 +144,9 @@ static void queue_start(int fd, struct queue *q, unsigned int qn,
 	uint8_t *base = mem + (size_t)qn * RING_BYTES;
 	struct vhost_vring_addr a = { .index = index };
 
+	/* A fresh ring (a device opened again reuses the memory). */
+	memset(q, 0, sizeof(*q));
+	memset(base, 0, RING_BYTES);
 	q->index = index;
 	q->desc = (struct vring_desc *)base;
 	q->avail = (struct vring_avail *)(base + RING * 16);
@@ -400,17 +403,15 @@ static void check(int ok, const char *name, const char *fmt, int got)
  * request first.  Returns the answer block.  @out_len / @in_len: bytes of
  * the two descriptors.
  */
-static struct sqcq_setup_in *ctrl_sqcq(uint32_t subtype, uint16_t nq,
-				       uint64_t gpa, uint32_t len,
-				       uint32_t out_len, uint32_t in_len,
-				       void (*tweak)(struct sqcq_setup_req *))
+static struct sqcq_setup_in *ctrl_sqcq_post(uint32_t subtype, uint16_t nq,
+					    uint64_t gpa, uint32_t len,
+					    uint32_t out_len, uint32_t in_len,
+					    void (*tweak)(struct sqcq_setup_req *))
 {
 	uint8_t *buf = mem + (size_t)MAXQ * RING_BYTES + 32768;
 	struct sqcq_tmf_req *tmf = (struct sqcq_tmf_req *)buf;
 	struct sqcq_setup_req *req = (struct sqcq_setup_req *)(buf + 24);
 	struct sqcq_setup_in *in = (struct sqcq_setup_in *)(buf + 256);
-	uint16_t want = ctrlq.avail_idx + 1;
-	double t0;
 
 	memset(buf, 0, 512);
 	memset(in, 0xee, sizeof(*in));
@@ -436,6 +437,20 @@ static struct sqcq_setup_in *ctrl_sqcq(uint32_t subtype, uint16_t nq,
 	ctrlq.avail->ring[ctrlq.avail_idx % RING] = 0;
 	ctrlq.avail_idx++;
 	publish_and_kick(&ctrlq);
+	return in;
+}
+
+/* The same, waiting for the answer. */
+static struct sqcq_setup_in *ctrl_sqcq(uint32_t subtype, uint16_t nq,
+				       uint64_t gpa, uint32_t len,
+				       uint32_t out_len, uint32_t in_len,
+				       void (*tweak)(struct sqcq_setup_req *))
+{
+	uint16_t want = ctrlq.avail_idx + 1;
+	struct sqcq_setup_in *in;
+	double t0;
+
+	in = ctrl_sqcq_post(subtype, nq, gpa, len, out_len, in_len, tweak);
 	t0 = now();
 	while (__atomic_load_n(&ctrlq.used->idx, __ATOMIC_ACQUIRE) != want)
 		if (now() - t0 > 10) {
@@ -455,6 +470,83 @@ static void tw_version(struct sqcq_setup_req *r) { r->version = cpu_to_le16(9); 
 static void tw_flags0(struct sqcq_setup_req *r) { r->flags = 0; }
 static void tw_flagsx(struct sqcq_setup_req *r) { r->flags = cpu_to_le32(0x80); }
 static void tw_reserved(struct sqcq_setup_req *r) { r->reserved[3] = 1; }
+
+/* The mode the host's debugfs shows for the device this process owns. */
+static int debugfs_mode_sqcq(void)
+{
+	const char *dir = "/sys/kernel/debug/vhost_scsi_sqcq";
+	char path[512], buf[256], want[32];
+	struct dirent *de;
+	int mode = -1;
+	DIR *d = opendir(dir);
+
+	if (!d)
+		return -1;
+	snprintf(want, sizeof(want), "owner: %d\n", getpid());
+	while ((de = readdir(d))) {
+		FILE *f;
+		size_t n;
+
+		if (strncmp(de->d_name, "dev", 3))
+			continue;
+		snprintf(path, sizeof(path), "%s/%s/queues", dir, de->d_name);
+		f = fopen(path, "r");
+		if (!f)
+			continue;
+		n = fread(buf, 1, sizeof(buf) - 1, f);
+		fclose(f);
+		buf[n] = '\0';
+		if (!strncmp(buf, want, strlen(want)))
+			mode = strstr(buf, "mode: sqcq") != NULL;
+	}
+	closedir(d);
+	return mode;
+}
+
+static void set_one_region(int fd, uint64_t gpa)
+{
+	struct vhost_memory *m;
+
+	m = calloc(1, sizeof(*m) + sizeof(m->regions[0]));
+	if (!m)
+		die("calloc");
+	m->nregions = 1;
+	m->regions[0].guest_phys_addr = gpa;
+	m->regions[0].memory_size = mem_size;
+	m->regions[0].userspace_addr = (uintptr_t)mem;
+	if (ioctl(fd, VHOST_SET_MEM_TABLE, m))
+		die("VHOST_SET_MEM_TABLE");
+	free(m);
+}
+
+/*
+ * The VMM maps new memory where the area was and sets the same table
+ * again: same addresses, other pages.  The host must stop polling the
+ * pages it pinned (the guest now writes the new ones), not keep them.
+ */
+static void check_remapped_area(int fd, unsigned int nq)
+{
+	const uint32_t full = 24 + sizeof(struct sqcq_setup_req);
+	struct sqcq_setup_in *in;
+	uint8_t copy[4096];
+	void *p;
+
+	set_one_region(fd, GPA0);
+	sqcq_area_init(area, nq);
+	in = ctrl_sqcq(SQCQ_TMF_SUBTYPE_SETUP, nq, gpa_of(area), 4096, full,
+		       sizeof(*in), NULL);
+	check(status_of(in) == SQCQ_S_OK && debugfs_mode_sqcq() == 1,
+	      "setup-before-remap", "status %d", status_of(in));
+	memcpy(copy, area, sizeof(copy));
+	p = mmap(area, 4096, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_POPULATE, -1, 0);
+	if (p != (void *)area)
+		die("mmap over the area");
+	memcpy(area, copy, sizeof(copy));
+	set_one_region(fd, GPA0);
+	check(debugfs_mode_sqcq() == 0, "remapped-area-tears-down",
+	      "mode sqcq %d", debugfs_mode_sqcq());
+}
 
 /*
  * The setup checks: the memory table has two regions split at the page
@@ -585,6 +677,78 @@ static void run_checks(int fd, unsigned int nq)
 	check((le16_to_cpu(area->q[0].sq_line.sq.flags) & VRING_SQ_F_STOPPED) != 0,
 	      "mem-table-change-tears-down", "flags 0x%x",
 	      le16_to_cpu(area->q[0].sq_line.sq.flags));
+	check_remapped_area(fd, nq);
+}
+
+/*
+ * Open @node and set it up as QEMU does: owner, VERSION_1, the memory
+ * table, @nq request queues, endpoint @wwpn, the control queue.
+ */
+static int dev_open(const char *node, const char *wwpn, unsigned int nq)
+{
+	struct vhost_scsi_target t = { 0 };
+	uint64_t features;
+	unsigned int i;
+	int fd;
+
+	fd = open(node, O_RDWR | O_CLOEXEC);
+	if (fd < 0)
+		die(node);
+	if (ioctl(fd, VHOST_SET_OWNER))
+		die("VHOST_SET_OWNER");
+	if (ioctl(fd, VHOST_GET_FEATURES, &features))
+		die("VHOST_GET_FEATURES");
+	features &= 1ull << VIRTIO_F_VERSION_1;
+	if (ioctl(fd, VHOST_SET_FEATURES, &features))
+		die("VHOST_SET_FEATURES");
+	set_one_region(fd, GPA0);
+	for (i = 0; i < nq; i++)
+		queue_start(fd, &qs[i], i, 2 + i);
+	snprintf(t.vhost_wwpn, sizeof(t.vhost_wwpn), "%s", wwpn);
+	if (ioctl(fd, VHOST_SCSI_SET_ENDPOINT, &t))
+		die("VHOST_SCSI_SET_ENDPOINT");
+	queue_start(fd, &ctrlq, MAXQ, 0);
+	return fd;
+}
+
+static void queue_close(struct queue *q)
+{
+	close(q->kick);
+	close(q->call);
+}
+
+/*
+ * -R: @n devices, each asking for SQ/CQ and closed at once -- every other
+ * one without waiting for the answer, so the close races the worker
+ * attaching the doorbells.  Whatever the order, nothing may stay pinned
+ * or mapped (sqcq-inside.sh looks at the kernel's counters afterwards).
+ */
+static int setup_close_cycles(const char *node, const char *wwpn,
+			      unsigned int nq, unsigned int n)
+{
+	const uint32_t full = 24 + sizeof(struct sqcq_setup_req);
+	unsigned int c, i, accepted = 0;
+	struct sqcq_setup_in *in;
+	int fd;
+
+	for (c = 0; c < n; c++) {
+		fd = dev_open(node, wwpn, nq);
+		sqcq_area_init(area, nq);
+		if (c % 2) {
+			ctrl_sqcq_post(SQCQ_TMF_SUBTYPE_SETUP, nq, gpa_of(area),
+				       4096, full, sizeof(*in), NULL);
+		} else {
+			in = ctrl_sqcq(SQCQ_TMF_SUBTYPE_SETUP, nq, gpa_of(area),
+				       4096, full, sizeof(*in), NULL);
+			accepted += status_of(in) == SQCQ_S_OK;
+		}
+		close(fd);
+		for (i = 0; i < nq; i++)
+			queue_close(&qs[i]);
+		queue_close(&ctrlq);
+	}
+	printf("cycles=%u accepted=%u\n", n, accepted);
+	return accepted == (n + 1) / 2 ? 0 : 1;
 }
 
 static void usage(void)
@@ -602,11 +766,10 @@ int main(int argc, char **argv)
 	double pause_ms = 0, pause_at, pause_end = 0;
 	unsigned long long sleeps = 0, max_ios = 0;
 	int fd, use_sqcq = 0, dump = 0, checks = 0, paused = 0, c;
+	unsigned int cycles = 0;
 	struct pollfd pfd[MAXQ];
-	struct vhost_memory *m;
-	uint64_t features;
 
-	while ((c = getopt(argc, argv, "q:d:t:n:m:T:L:si:p:DC")) != -1) {
+	while ((c = getopt(argc, argv, "q:d:t:n:m:T:L:si:p:DCR:")) != -1) {
 		switch (c) {
 		case 'q': nq = atoi(optarg); break;
 		case 'd': depth = atoi(optarg); break;
@@ -623,6 +786,7 @@ int main(int argc, char **argv)
 		case 'p': pause_ms = atof(optarg); break;
 		case 'D': dump = 1; break;
 		case 'C': checks = 1; use_sqcq = 1; break;
+		case 'R': cycles = strtoul(optarg, NULL, 0); break;
 		default: usage();
 		}
 	}
@@ -640,33 +804,12 @@ int main(int argc, char **argv)
 		   MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
 	if (mem == MAP_FAILED)
 		die("mmap");
-	fd = open(argv[optind], O_RDWR);
-	if (fd < 0)
-		die(argv[optind]);
-	if (ioctl(fd, VHOST_SET_OWNER))
-		die("VHOST_SET_OWNER");
-	if (ioctl(fd, VHOST_GET_FEATURES, &features))
-		die("VHOST_GET_FEATURES");
-	features &= 1ull << VIRTIO_F_VERSION_1;
-	if (ioctl(fd, VHOST_SET_FEATURES, &features))
-		die("VHOST_SET_FEATURES");
-	m = calloc(1, sizeof(*m) + sizeof(m->regions[0]));
-	if (!m)
-		die("calloc");
-	m->nregions = 1;
-	m->regions[0].guest_phys_addr = GPA0;
-	m->regions[0].memory_size = mem_size;
-	m->regions[0].userspace_addr = (uintptr_t)mem;
-	if (ioctl(fd, VHOST_SET_MEM_TABLE, m))
-		die("VHOST_SET_MEM_TABLE");
-	free(m);
-	for (i = 0; i < nq; i++)
-		queue_start(fd, &qs[i], i, 2 + i);
-	snprintf(t.vhost_wwpn, sizeof(t.vhost_wwpn), "%s", argv[optind + 1]);
-	if (ioctl(fd, VHOST_SCSI_SET_ENDPOINT, &t))
-		die("VHOST_SCSI_SET_ENDPOINT");
-	queue_start(fd, &ctrlq, MAXQ, 0);
 	area = (struct sqcq_area *)(mem + (size_t)(MAXQ + 1) * RING_BYTES);
+	if (cycles)
+		return setup_close_cycles(argv[optind], argv[optind + 1], nq,
+					  cycles);
+	fd = dev_open(argv[optind], argv[optind + 1], nq);
+	snprintf(t.vhost_wwpn, sizeof(t.vhost_wwpn), "%s", argv[optind + 1]);
 	if (checks) {
 		run_checks(fd, nq);
 		printf("sqcq setup checks: %d failed\n", checks_failed);
