@@ -280,7 +280,10 @@ static void sqcq_vq_notify(struct virtqueue *vq)
  */
 static bool sqcq_vq_kick_needed(struct sqcq_vq *q)
 {
-	bool classic = virtqueue_kick_prepare(q->vq);
+	bool classic;
+
+	lockdep_assert_held(&q->lock);
+	classic = virtqueue_kick_prepare(q->vq);
 
 	if (!q->sq)
 		return classic;
@@ -314,6 +317,7 @@ static void sqcq_vq_kick(struct sqcq_vq *q)
  */
 static void sqcq_vq_broken(struct sqcq_vq *q)
 {
+	lockdep_assert_held(&q->lock);
 	if (q->broken_seen)
 		return;
 	q->broken_seen = true;

@@ -232,6 +232,7 @@ static void sqcq_handle_vq(struct sqcq_vq *vq)
 {
 	struct sqcq_scsi *s = vq->dev->priv;
 
+	lockdep_assert_held(&vq->mutex);
 	if (vq->index == SQCQ_EVT_VQ) {
 		sqcq_scsi_handle_evt(vq);
 		return;

@@ -503,6 +503,9 @@ u32 sqcq_scsi_cmd_one(struct sqcq_vq *vq, struct sqcq_req *req)
 	u64 lun = 0;
 	int ret;
 
+	lockdep_assert_held(&vq->mutex);
+	lockdep_assert_held(&s->ep_rwsem);
+
 	if (req->out_len < hdr || req->in_len < rsp ||
 	    sqcq_req_copy_from(req, &vreq, hdr) != hdr)
 		return sqcq_cmd_reject(vq, req, VIRTIO_SCSI_S_FAILURE,
@@ -583,6 +586,8 @@ u32 sqcq_scsi_tmf_one(struct sqcq_vq *vq, struct sqcq_req *req,
 	u64 lun = 0;
 	int ret;
 
+	lockdep_assert_held(&vq->mutex);
+	lockdep_assert_held(&s->ep_rwsem);
 	atomic64_inc(&s->stat_tmfs);
 	switch (le32_to_cpu((__force __le32)tmf->subtype)) {
 	case VIRTIO_SCSI_T_TMF_LOGICAL_UNIT_RESET:

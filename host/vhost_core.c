@@ -809,6 +809,7 @@ static bool sqcq_vq_should_signal(struct sqcq_vq *vq)
 
 void sqcq_vq_notify(struct sqcq_vq *vq)
 {
+	lockdep_assert_held(&vq->mutex);
 	/* Worker only: vq->cq cannot change under us (poll_lock). */
 	if (vq->cq) {
 		if (!sqcq_doorbells_publish_cq(vq)) {
@@ -1150,6 +1151,7 @@ static long sqcq_vring_ioctl(struct sqcq_vdev *dev, unsigned int cmd,
 
 int sqcq_vdev_check_owner(struct sqcq_vdev *dev)
 {
+	lockdep_assert_held(&dev->mutex);
 	return dev->mm && dev->mm == current->mm ? 0 : -EPERM;
 }
 

@@ -260,6 +260,7 @@ void sqcq_doorbells_awake(struct sqcq_vdev *dev)
 
 bool sqcq_doorbells_publish_cq(struct sqcq_vq *vq)
 {
+	lockdep_assert_held(&vq->mutex);
 	/*
 	 * The used ring (entries and used->idx) is written; publish the CQ
 	 * index, full barrier, read the guest poller's flag (DESIGN 4.3).
