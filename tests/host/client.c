@@ -2233,7 +2233,7 @@ static void *ioq_run(void *arg)
 	struct timespec last;
 
 	clock_gettime(CLOCK_MONOTONIC, &last);
-	while (!e->abandon) {
+	for (;;) {
 		bool more = !e->stop && (!e->per_q || io->submitted < e->per_q);
 		bool kick = false;
 
@@ -2248,7 +2248,8 @@ static void *ioq_run(void *arg)
 		}
 		if (kick)
 			cvq_kick(q);
-		if (!inflight)
+		/* Abandoned: leave with what was just submitted in flight. */
+		if (e->abandon || !inflight)
 			break;
 		/* EVENT_IDX: a call for the next entry, then look. */
 		__atomic_store_n(used_event(q), q->used_seen, __ATOMIC_RELAXED);
