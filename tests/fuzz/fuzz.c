@@ -44,6 +44,7 @@
  * Exit status 0 only when nothing failed.
  */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -203,7 +204,7 @@ enum op {
 	OP_KICK, OP_TMF, OP_SQCQ, OP_DBSTORM, OP_EVT, OP_EVTMISSED, OP_MEMTABLE,
 	OP_HOLE, OP_VRING, OP_STOP, OP_RESTART, OP_ALIAS, OP_ENDPOINT,
 	OP_RESET, OP_CLOSE, OP_STORM, OP_FORK, OP_KILLWORKER, OP_IOCTL,
-	OP_PROBE, OP_HARVEST, OP_REBUILD, NOPS
+	OP_PROBE, OP_HARVEST, OP_EVTFLOOD, OP_REBUILD, NOPS
 };
 
 static const struct {
@@ -237,11 +238,16 @@ static const struct {
 	[OP_IOCTL] = { "ioctl", 4 },
 	[OP_PROBE] = { "probe", 3 },
 	[OP_HARVEST] = { "harvest", 3 },
+	[OP_EVTFLOOD] = { "evtflood", 1 },
 	[OP_REBUILD] = { "rebuild", 0 },	/* only when needed */
 };
 
 static unsigned long op_count[NOPS];
-static unsigned long probes_ok, probes_sent, used_seen_total, kills, rebuild_fails;
+/* The sample of the host's in-flight count furthest above its bound. */
+static long long max_inflight = -1, inflight_bound, inflight_excess = INT64_MIN;
+static char max_inflight_why[160];
+static unsigned long probes_ok, probes_sent, used_seen_total, kills, rebuild_fails,
+	evtflood_ok, reset_checks;
 
 struct tctx {
 	unsigned int id;
@@ -299,8 +305,9 @@ static void print_counts(void)
 		total += op_count[i];
 	}
 	say("fuzz ops:%s total=%lu\n", line, total);
-	say("# fuzz: %lu used entries seen, probes %lu/%lu answered well, %lu workers killed, %lu rebuilds failed\n",
-	    used_seen_total, probes_ok, probes_sent, kills, rebuild_fails);
+	say("# fuzz: %lu used entries seen, probes %lu/%lu answered well, %lu workers killed, %lu rebuilds failed, %lu event floods let go, %lu resets checked, max in flight %lld (bound %lld)\n",
+	    used_seen_total, probes_ok, probes_sent, kills, rebuild_fails,
+	    evtflood_ok, reset_checks, max_inflight, inflight_bound);
 }
 
 static void dump_stack(pid_t tid)
@@ -603,6 +610,8 @@ struct gdev {
 };
 
 static struct gdev D = { .fd = -1 };
+/* Sizes of the host rings op_alias started (beyond ours); 0: none. */
+static unsigned int alias_num[4];
 static pthread_rwlock_t devlk;
 
 static bool has_feature(const struct gdev *d, unsigned int bit)
@@ -727,6 +736,96 @@ static int clear_endpoint(int fd, const char *w)
 	return ioctl(fd, VHOST_SCSI_CLEAR_ENDPOINT, &t);
 }
 
+/* ---- the host's debugfs view of our device ---- */
+
+#define DBG_ROOT "/sys/kernel/debug/vhost_scsi_sqcq"
+
+static bool read_text(const char *path, char *buf, size_t len)
+{
+	ssize_t n;
+	int f = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (f < 0)
+		return false;
+	n = read(f, buf, len - 1);
+	close(f);
+	if (n < 0)
+		return false;
+	buf[n] = 0;
+	return true;
+}
+
+/* The debugfs directory of the device process @pid owns; false if none. */
+static bool dbg_dir_of(pid_t pid, char *dir, size_t len)
+{
+	char path[320], buf[256], want[32];
+	struct dirent *de;
+	bool found = false;
+	DIR *d = opendir(DBG_ROOT);
+
+	if (!d)
+		return false;
+	snprintf(want, sizeof(want), "owner: %d\n", pid);
+	while (!found && (de = readdir(d))) {
+		if (strncmp(de->d_name, "dev", 3))
+			continue;
+		snprintf(path, sizeof(path), DBG_ROOT "/%s/queues", de->d_name);
+		if (read_text(path, buf, sizeof(buf)) &&
+		    !strncmp(buf, want, strlen(want))) {
+			snprintf(dir, len, DBG_ROOT "/%.40s", de->d_name);
+			found = true;
+		}
+	}
+	closedir(d);
+	return found;
+}
+
+/* A "key: value" number of a debugfs file; -1 if absent. */
+static long long dbg_value(const char *dir, const char *file, const char *key)
+{
+	char path[160], buf[4096], *p;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, file);
+	if (!read_text(path, buf, sizeof(buf)))
+		return -1;
+	p = strstr(buf, key);
+	if (!p)
+		return -1;
+	return strtoll(p + strlen(key), NULL, 10);
+}
+
+/* Record the host's in-flight count of our device against what a guest
+ * can legitimately have outstanding: one request per ring entry.
+ */
+static void sample_inflight(const char *when)
+{
+	char dir[96];
+	long long n, bound = 0;
+	unsigned int i;
+
+	if (!dbg_dir_of(getpid(), dir, sizeof(dir)))
+		return;
+	n = dbg_value(dir, "targets", "inflight: ");
+	for (i = 0; i < NVQ; i++)
+		bound += __atomic_load_n(&D.vq[i].num, __ATOMIC_RELAXED);
+	for (i = 0; i < 4; i++)
+		bound += __atomic_load_n(&alias_num[i], __ATOMIC_RELAXED);
+	/* Requests of a ring's earlier start may still finish after a
+	 * restart: allow each ring twice over.
+	 */
+	bound *= 2;
+	if (n < 0)
+		return;
+	pthread_mutex_lock(&out_lock);
+	if (n - bound > inflight_excess) {
+		inflight_excess = n - bound;
+		max_inflight = n;
+		inflight_bound = bound;
+		snprintf(max_inflight_why, sizeof(max_inflight_why), "%s", when);
+	}
+	pthread_mutex_unlock(&out_lock);
+}
+
 /*
  * Bring @d up from nothing (or from a reset fd): owner, features, table,
  * rings, endpoint @w.  @ring0: first ring slot in the main region.  Fills
@@ -791,11 +890,15 @@ static int dev_build(struct gdev *d, struct rng *r, const char *w,
 		usleep(20000);
 	}
 	sqcq_area_init((void *)(mem_main + AREA_OFF), NREQ);
+	if (d == &D)
+		memset(alias_num, 0, sizeof(alias_num));
 	d->ready = 1;
 	return 0;
 }
 
 /* ---- rings, from the guest side ---- */
+
+static bool restart_vq(struct rng *r, unsigned int q, bool new_num);
 
 struct seg {
 	uint64_t a;
@@ -1443,16 +1546,19 @@ static void op_badchain(struct tctx *t)
 	pthread_mutex_unlock(&v->lk);
 }
 
-/* One head published many times: huge READs into one buffer. */
+/* One head published many times: huge READs into one buffer, as fast as
+ * the host pops them (avail_event), for a few seconds.
+ */
 static void op_reuse(struct tctx *t)
 {
 	struct rng *r = &t->r;
-	unsigned int q = rnd_req_vq(r), i, rounds = 1 + below(r, 20);
+	unsigned int q = rnd_req_vq(r), i, rounds = 1 + below(r, 2000);
+	double end = now_s() + 0.5 + below(r, 6000) / 1000.0;
 	struct gvq *v = &D.vq[q];
 	struct cmdspec c;
 	struct seg sg[3];
 	uint8_t *h, *rsp = arena_alloc(t, RSP_SZ);
-	uint32_t blocks = chance(r, 70) ? 16384 : 1 + below(r, 16384);
+	uint32_t blocks = chance(r, 80) ? 16384 : 1 + below(r, 16384);
 	uint16_t head;
 
 	memset(&c, 0, sizeof(c));
@@ -1469,18 +1575,21 @@ static void op_reuse(struct tctx *t)
 		return;
 	}
 	head = vq_chain(t, v, sg, 3 <= v->num ? 3 : 0, 3 > v->num);
-	for (i = 0; i < rounds && !stop_flag; i++) {
+	for (i = 0; i < rounds && !stop_flag && now_s() < end; i++) {
 		int room = vq_room(&D, v), k;
 
 		for (k = 0; k < room; k++)
 			vq_publish(r, q, v, head, k + 1 == room);
 		pthread_mutex_unlock(&v->lk);
-		usleep(1000 * below(r, 50));
+		if (i % 16 == 15)
+			sample_inflight("one head reused with 8 MiB READs");
+		usleep(below(r, 2000));
 		pthread_mutex_lock(&v->lk);
 		if (!v->started)
 			break;
 	}
 	pthread_mutex_unlock(&v->lk);
+	sample_inflight("one head reused with 8 MiB READs");
 }
 
 /* avail->idx jumps past the ring size (the host must stop the ring). */
@@ -1564,7 +1673,7 @@ static void op_tmf(struct tctx *t)
 }
 
 /* SQ/CQ setup and teardown requests, mostly valid, some not. */
-static void op_sqcq(struct tctx *t)
+static void op_sqcq_v(struct tctx *t, bool force_valid)
 {
 	struct rng *r = &t->r;
 	struct {
@@ -1572,11 +1681,12 @@ static void op_sqcq(struct tctx *t)
 		struct sqcq_setup_req setup;
 	} *rq = arena_alloc(t, sizeof(*rq));
 	struct sqcq_setup_in *in = arena_alloc(t, sizeof(*in));
-	uint16_t nq = chance(r, 70) ? 1 + below(r, NREQ) : below(r, 300);
+	uint16_t nq = force_valid || chance(r, 70) ? 1 + below(r, NREQ) :
+		      below(r, 300);
 	struct seg sg[4];
 	unsigned int n = 0;
 	uint32_t wl = sizeof(*in);
-	bool valid = chance(r, 60);
+	bool valid = force_valid || chance(r, 60);
 
 	memset(rq, 0, sizeof(*rq));
 	memset(in, 0xee, sizeof(*in));
@@ -1614,19 +1724,24 @@ static void op_sqcq(struct tctx *t)
 
 		rq->setup.area_gpa = cpu_to_le64(where[below(r, 11)]);
 	}
-	if (chance(r, 10))
+	if (!force_valid && chance(r, 10))
 		wl = below(r, sizeof(*in));
-	if (chance(r, 15)) {	/* the payload split over two descriptors */
+	if (!force_valid && chance(r, 15)) {	/* split over two descriptors */
 		uint32_t cut = below(r, sizeof(*rq));
 
 		sg[n++] = (struct seg){ gpa_of(rq), cut, false };
 		sg[n++] = (struct seg){ gpa_of(rq) + cut, sizeof(*rq) - cut, false };
 	} else {
-		sg[n++] = (struct seg){ gpa_of(rq), chance(r, 95) ? sizeof(*rq) :
-					below(r, sizeof(*rq)), false };
+		sg[n++] = (struct seg){ gpa_of(rq), force_valid || chance(r, 95) ?
+					sizeof(*rq) : below(r, sizeof(*rq)), false };
 	}
 	sg[n++] = (struct seg){ gpa_of(in), wl, true };
 	submit(t, 0, sg, n, chance(r, 20));
+}
+
+static void op_sqcq(struct tctx *t)
+{
+	op_sqcq_v(t, false);
 }
 
 /* Doorbell storm: random SQ indexes and flags while the poller may run. */
@@ -1695,6 +1810,128 @@ static void op_evt(struct tctx *t, bool flood)
 			sched_yield();
 	} while (flood && now_s() < end && !stop_flag);
 	(void)posted;
+}
+
+struct flood_arg {
+	struct tctx t;
+	volatile int stop;
+	double deadline;
+};
+
+/*
+ * Keep the event ring full of too-short buffers until told to stop: one
+ * head, reused for every entry, whose chain is up to 1000 descriptors
+ * (8 writable bytes in all), so each costs the host a long walk and the
+ * guest one avail entry; published in bulk, one kick per batch.
+ */
+static void *evt_flood_run(void *a)
+{
+	struct flood_arg *f = a;
+	struct tctx *t = &f->t;
+	struct gvq *v = &D.vq[1];
+	uint64_t buf = gpa_of(arena_alloc(t, 16));
+	uint16_t head = 0;
+	unsigned int i, len;
+
+	pthread_mutex_lock(&v->lk);
+	if (v->num && has_feature(&D, VIRTIO_RING_F_INDIRECT_DESC) &&
+	    chance(&t->r, 50)) {
+		struct vring_desc *tb = arena_alloc(t, 1000 * 16);
+
+		for (i = 0; i < 1000; i++)
+			tb[i] = (struct vring_desc){ buf, i == 999 ? 8 : 0,
+				VRING_DESC_F_WRITE | (i < 999 ? VRING_DESC_F_NEXT : 0),
+				(uint16_t)(i + 1) };
+		head = vq_desc(v, gpa_of(tb), 1000 * 16, VRING_DESC_F_INDIRECT, 0);
+	} else if (v->num) {
+		len = v->num < 1000 ? v->num : 1000;
+		for (i = 0; i < len; i++)
+			v->desc[i] = (struct vring_desc){ buf, i + 1 == len ? 8 : 0,
+				VRING_DESC_F_WRITE | (i + 1 < len ? VRING_DESC_F_NEXT : 0),
+				(uint16_t)(i + 1) };
+		head = 0;
+		v->next_desc = len;
+	}
+	pthread_mutex_unlock(&v->lk);
+	while (!f->stop && now_s() < f->deadline) {
+		int room, k;
+
+		pthread_mutex_lock(&v->lk);
+		room = v->started ? vq_room(&D, v) : 0;
+		for (k = 0; k < room; k++)
+			v->avail->ring[(uint16_t)(v->avail_idx + k) % v->num] = head;
+		if (room > 0) {
+			v->avail_idx += room;
+			__atomic_store_n(&v->avail->idx, v->avail_idx,
+					 __ATOMIC_RELEASE);
+			__atomic_thread_fence(__ATOMIC_SEQ_CST);
+			vq_kick(v);
+		}
+		pthread_mutex_unlock(&v->lk);
+		if (room <= 0)
+			sched_yield();
+	}
+	return NULL;
+}
+
+/*
+ * A guest that keeps posting event buffers too short for an event must
+ * not keep the host's worker (and the ring) for itself: the VMM's
+ * GET_VRING_BASE on that ring has to get through while the flood goes on.
+ */
+static void op_evtflood(struct tctx *t)
+{
+	struct rng *r = &t->r;
+	struct flood_arg *f = calloc(1, sizeof(*f));
+	struct vhost_vring_state s = { .index = 1 };
+	struct gvq *v = &D.vq[1];
+	pthread_t th;
+	double t0, took;
+	int ret;
+
+	if (!f)
+		return;
+	pthread_mutex_lock(&v->lk);
+	restart_vq(r, 1, false);
+	if (v->num < 256 && v->started) {	/* a big ring: never empty */
+		struct vhost_vring_state g = { .index = 1 };
+
+		if (!ioctl(D.fd, VHOST_GET_VRING_BASE, &g))
+			vq_start(D.fd, v, 1, 1, 1024, (uint16_t)g.num);
+	}
+	pthread_mutex_unlock(&v->lk);
+	ioctl(D.fd, VHOST_SCSI_SET_EVENTS_MISSED, &(uint32_t){ 1 });
+	f->t = *t;
+	/* The flood ends by itself after 30 s: a host that never lets go
+	 * shows as a GET_VRING_BASE that returns only then.
+	 */
+	f->deadline = now_s() + 30;
+	f->t.r.s ^= 0xf100d;
+	f->t.arena = NARENAS - 1;
+	f->t.aoff = 0;
+	if (pthread_create(&th, NULL, evt_flood_run, f)) {
+		free(f);
+		return;
+	}
+	usleep(300000 + below(r, 700000));
+	op_step(t, "evtflood: GET_VRING_BASE on the flooded event ring");
+	t0 = now_s();
+	ret = ioctl(D.fd, VHOST_GET_VRING_BASE, &s);
+	took = now_s() - t0;
+	f->stop = 1;
+	pthread_join(th, NULL);
+	free(f);
+	pthread_mutex_lock(&v->lk);
+	if (!ret)
+		v->started = 0;
+	restart_vq(r, 1, false);
+	pthread_mutex_unlock(&v->lk);
+	if (took > 15)
+		fail("evt-flood-blocks-ring-ioctl",
+		     "GET_VRING_BASE on the event ring took %.1f s while the guest kept posting too-short event buffers",
+		     took);
+	else
+		__atomic_add_fetch(&evtflood_ok, 1, __ATOMIC_RELAXED);
 }
 
 static void op_evtmissed(struct tctx *t)
@@ -1914,6 +2151,9 @@ static void op_alias(struct tctx *t)
 
 	pthread_mutex_lock(&v->lk);
 	if (v->num) {
+		if (v->num > __atomic_load_n(&alias_num[q - NVQ], __ATOMIC_RELAXED))
+			__atomic_store_n(&alias_num[q - NVQ], v->num,
+					 __ATOMIC_RELAXED);
 		e = v->kick;
 		vstate(D.fd, VHOST_SET_VRING_NUM, q, v->num);
 		vstate(D.fd, VHOST_SET_VRING_BASE, q, below(r, 65536));
@@ -2001,15 +2241,56 @@ struct storm_arg {
 	volatile int *stop;
 };
 
+/* The control ring full of valid SQ/CQ setups (one area, one queue):
+ * the host takes them one after the other while the device is reset.
+ */
+static void storm_fill(struct tctx *t)
+{
+	struct gvq *v = &D.vq[0];
+	int room, k;
+
+	sqcq_area_init(area(), 1);
+	pthread_mutex_lock(&v->lk);
+	room = v->started ? vq_room(&D, v) : 0;
+	for (k = 0; k < room && k < 200; k++) {
+		struct {
+			struct sqcq_tmf_req tmf;
+			struct sqcq_setup_req setup;
+		} *rq = arena_alloc(t, sizeof(*rq));
+		struct sqcq_setup_in *in = arena_alloc(t, sizeof(*in));
+		struct seg sg[2] = {
+			{ gpa_of(rq), sizeof(*rq), false },
+			{ gpa_of(in), sizeof(*in), true },
+		};
+
+		memset(rq, 0, sizeof(*rq));
+		rq->tmf.subtype = cpu_to_le32(SQCQ_TMF_SUBTYPE_SETUP);
+		rq->tmf.lun[0] = 1;
+		rq->tmf.lun[1] = 1;
+		rq->setup.magic = cpu_to_le32(SQCQ_MAGIC);
+		rq->setup.version = cpu_to_le16(SQCQ_VERSION);
+		rq->setup.nqueues = cpu_to_le16(1);
+		rq->setup.area_gpa = cpu_to_le64(G_MAIN + AREA_OFF);
+		rq->setup.area_len = cpu_to_le32(4096);
+		rq->setup.flags = cpu_to_le32(SQCQ_F_ALL);
+		if (v->num < 2)
+			break;
+		vq_publish(&t->r, 0, v, vq_chain(t, v, sg, 2, false), false);
+	}
+	vq_kick(v);
+	pthread_mutex_unlock(&v->lk);
+}
+
 static void *storm_run(void *a)
 {
 	struct storm_arg *s = a;
 
+	storm_fill(&s->t);
 	while (!*s->stop) {
-		op_sqcq(&s->t);
+		op_sqcq_v(&s->t, chance(&s->t.r, 80));
 		if (chance(&s->t.r, 30))
 			op_dbstorm(&s->t);
-		if (chance(&s->t.r, 20))
+		if (chance(&s->t.r, 5))
 			op_chain(&s->t, false, false);
 	}
 	return NULL;
@@ -2024,9 +2305,11 @@ static void op_teardown(struct tctx *t, enum op o)
 	volatile int stop = 0;
 	struct storm_arg sa;
 	pthread_t th;
-	bool storm = o == OP_STORM, started = false;
+	bool storm = o == OP_STORM, started = false, have_dir;
+	char dir[96];
 
-	if (D.ready)
+	have_dir = D.ready && dbg_dir_of(getpid(), dir, sizeof(dir));
+	if (D.ready && !storm)
 		burst(t);
 	if (storm && D.ready) {
 		sa.t = *t;
@@ -2035,7 +2318,7 @@ static void op_teardown(struct tctx *t, enum op o)
 		sa.t.aoff = 0;
 		sa.stop = &stop;
 		started = !pthread_create(&th, NULL, storm_run, &sa);
-		usleep(below(r, 30000));
+		usleep(below(r, 2) ? below(r, 3000) : below(r, 30000));
 	}
 	if (o == OP_CLOSE || (storm && chance(r, 50))) {
 		op_step(t, storm ? "storm: close with I/O in flight" :
@@ -2054,6 +2337,21 @@ static void op_teardown(struct tctx *t, enum op o)
 		if (started) {
 			stop = 1;
 			pthread_join(th, NULL);
+		}
+		/* A reset ends SQ/CQ for good: no doorbell area may stay. */
+		if (have_dir) {
+			char path[128], buf[512];
+
+			snprintf(path, sizeof(path), "%s/queues", dir);
+			if (read_text(path, buf, sizeof(buf))) {
+				if (strstr(buf, "mode: sqcq"))
+					fail("doorbells-after-reset",
+					     "%s still says SQ/CQ after RESET_OWNER returned%s",
+					     dir, storm ? " (setup requests raced the reset)" : "");
+				else
+					__atomic_add_fetch(&reset_checks, 1,
+							   __ATOMIC_RELAXED);
+			}
 		}
 		rebuild(t, false);
 	}
@@ -2425,6 +2723,7 @@ static void *fuzz_thread(void *arg)
 			probe(t, rnd_req_vq(&t->r), 3000, why, sizeof(why));
 			break;
 		case OP_HARVEST: op_harvest(t); break;
+		case OP_EVTFLOOD: op_evtflood(t); break;
 		default: break;
 		}
 		op_end(t);
@@ -2678,6 +2977,15 @@ int main(int argc, char **argv)
 	op_end(mt);
 
 	print_counts();
+	if (max_inflight < 0)
+		say("# fuzz: no in-flight sample (debugfs not mounted?)\n");
+	else if (max_inflight > inflight_bound)
+		fail("inflight-bounded",
+		     "the host held %lld requests in flight, more than the %lld ring entries the guest had (%s)",
+		     max_inflight, inflight_bound, max_inflight_why);
+	else
+		pass("inflight-bounded", "at most %lld in flight, %lld ring entries",
+		     max_inflight, inflight_bound);
 	check_file();
 	if (zero_page_ok(why, sizeof(why)))
 		pass("zero-page-intact", "");

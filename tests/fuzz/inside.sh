@@ -62,6 +62,20 @@ stacks() {
 	done
 }
 
+# Kernel reports (what the rig fails a run on, plus the OOM killer): after
+# each round the new ones are printed with context, named by round.
+BAD='WARNING:|BUG:|Oops|general protection fault|Kernel panic|kernel BUG|soft lockup|hard LOCKUP|hung_task|blocked for more than|rcu: INFO:|detected stalls|UBSAN:|KASAN:|KFENCE:|list_(add|del) corruption|refcount_t:|invoked oom-killer|Out of memory'
+reports_seen=0
+new_reports() {
+	local n ln
+	n=$(dmesg | grep -cE "$BAD")
+	[ "$n" -gt "$reports_seen" ] || return 0
+	echo "# round $1: $((n - reports_seen)) new kernel report line(s); the first with context:"
+	ln=$(dmesg | grep -nE "$BAD" | sed -n "$((reports_seen + 1))p" | cut -d: -f1)
+	dmesg | sed -n "$((ln > 3 ? ln - 3 : 1)),$((ln + 45))p" | sed 's/^/#   /'
+	reports_seen=$n
+}
+
 tpg_setup() {	# FABRIC WWPN TPGT NLUNS SIZE_MB (no module loading)
 	local tpg=$CFS/$1/$2/tpgt_$3 i
 	mkdir -p "$tpg" || return 1
@@ -206,6 +220,7 @@ while :; do
 		fails=$((fails + $(grep -c '^FAIL:' "$log")))
 		;;
 	esac
+	new_reports "$round"
 	round=$((round + 1))
 	[ "$hung" = 0 ] || break
 done
