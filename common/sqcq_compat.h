@@ -93,10 +93,18 @@
 #ifdef SQCQ_HAVE_EH_TIMEOUT_ENUM
 #define sqcq_eh_timeout_t	enum scsi_timeout_action
 #define SQCQ_EH_NOT_HANDLED	SCSI_EH_NOT_HANDLED
+#define SQCQ_EH_RESET_TIMER	SCSI_EH_RESET_TIMER
 #else
 #define sqcq_eh_timeout_t	enum blk_eh_timer_return
 #define SQCQ_EH_NOT_HANDLED	BLK_EH_DONE
+#define SQCQ_EH_RESET_TIMER	BLK_EH_RESET_TIMER
 #endif
+
+/*
+ * virtqueue_dma_dev() (6.6+) names the device the rings are mapped on; the
+ * guest refuses SQ/CQ under VIRTIO_F_ACCESS_PLATFORM without it
+ * (SQCQ_HAVE_VIRTQUEUE_DMA_DEV, nothing to define here).
+ */
 
 /* ---- end of guest section ---- */
 

@@ -10,12 +10,13 @@
  * ->mq_poll.  Every queue is drained by sqcq_vq_drain(), whoever calls it
  * (interrupt, mq_poll, error handling, later the SQ/CQ poll threads).
  *
- * Error handling: ABORT TASK and LOGICAL UNIT RESET go to the control
- * queue and are waited for SQCQ_TMF_TIMEOUT at most; an unanswered TMF is
- * abandoned (freed when the device answers late or at reset) and further
- * TMFs fail at once until it is answered.  There is no host reset.
- *
- * Not done yet: SQ/CQ doorbell polling (the mode is always "classic").
+ * Error handling (docs/error-handling.md): the device owns a command, and
+ * every buffer of it, until it returns it on the used ring or is reset.  A
+ * command that outlives its timeout has its queue reaped and its timer
+ * restarted (SCSI_EH_RESET_TIMER); ABORT TASK and LOGICAL UNIT RESET (sent
+ * only when the midlayer asks for them otherwise) wait for their answer
+ * without a time limit, reaping the control queue now and then.  Nothing
+ * is ever given up while the device may still write into it.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -35,6 +36,9 @@
 #include <linux/workqueue.h>
 #include <linux/gfp.h>
 #include <linux/io.h>
+#include <linux/dma-mapping.h>
+#include <linux/mutex.h>
+#include <xen/xen.h>
 #ifdef SQCQ_HAVE_BLK_MQ_VIRTIO_H
 #include <linux/blk-mq-virtio.h>
 #endif
@@ -108,8 +112,14 @@ MODULE_PARM_DESC(virtscsi_poll_queues, "Alias of poll_queues");
 #define SQCQ_VQ_EVENT		1
 #define SQCQ_VQ_REQ0		2
 #define SQCQ_NR_EVENTS		8
-/* How long a task-management request may stay unanswered. */
-#define SQCQ_TMF_TIMEOUT	(30 * HZ)
+/*
+ * Control requests are waited for without a time limit; every
+ * SQCQ_CTRL_REAP the waiter reaps the control queue itself (a lost
+ * interrupt must not look like a slow device), and after SQCQ_CTRL_SLOW it
+ * logs once that it is still waiting.
+ */
+#define SQCQ_CTRL_REAP		(5 * HZ)
+#define SQCQ_CTRL_SLOW		(30 * HZ)
 /* Completions taken off a ring per lock hold. */
 #define SQCQ_DRAIN_BATCH	32
 /* Bounds on what the device's config space may ask for. */
@@ -138,6 +148,21 @@ struct sqcq_vq_stats {
 };
 
 struct sqcq_dev;
+
+/* Memory the device reads or writes outside the rings: the doorbell area. */
+struct sqcq_dma_area {
+	void *cpu;
+	dma_addr_t addr;		/* what the device is told */
+	size_t bytes;
+	struct device *dma_dev;		/* NULL: not through the DMA API */
+};
+
+/*
+ * SQ/CQ state of a device.  OFF: never negotiated (classic).  ON: doorbells
+ * in use.  STOPPED: the host set STOPPED (or the guest gave up the mode):
+ * classic, exactly, until the device is reset or probed again.
+ */
+enum sqcq_state { SQCQ_STATE_OFF, SQCQ_STATE_ON, SQCQ_STATE_STOPPED };
 
 struct sqcq_vq {
 	spinlock_t lock;	/* ring access, stats */
@@ -174,16 +199,29 @@ struct sqcq_dev {
 	bool events_on;			/* protected by event.lock */
 	bool pi;			/* T10-PI negotiated */
 	atomic64_t bad_completions;	/* short or malformed responses */
-	atomic64_t tmf_timeouts;
-	atomic_t tmf_unanswered;	/* abandoned TMFs still on the ring */
+	atomic64_t tmf_slow;		/* control requests answered late */
+	atomic64_t timer_resets;	/* timeouts answered by waiting on */
+	atomic_t ctrl_waiting;		/* control requests being waited for */
 	struct dentry *dbg;
 	/* SQ/CQ (DESIGN 4): the doorbell area and its poll thread. */
-	struct sqcq_area *area;		/* NULL: classic */
-	size_t area_bytes;
-	/* An area the device may still use (unanswered or odd setup). */
-	void *stale_area;
-	size_t stale_bytes;
-	struct task_struct *poller;
+	struct sqcq_area *area;		/* NULL: never negotiated */
+	struct sqcq_dma_area mem;	/* where area lives */
+	/* An area the device may still use (odd setup), freed after reset. */
+	struct sqcq_dma_area stale;
+	/* A setup request the device still holds (probe killed), ditto. */
+	struct sqcq_tmf *stale_tmf;
+	/* Why SQ/CQ is not in use (debugfs); NULL while it is. */
+	const char *classic_why;
+	enum sqcq_state state;		/* written under sqcq_lock */
+	struct mutex sqcq_lock;		/* state changes, poller stop */
+	struct work_struct stop_work;	/* the host set STOPPED */
+	u32 host_flags;			/* SQCQ_F_* the host accepted */
+	/* The area address the last setup request carried (debugfs). */
+	u64 setup_addr;
+	bool setup_dma_api;
+	bool poll_wake;			/* interrupts wake the poll thread */
+	bool poller_running;		/* sqcq_lock */
+	struct task_struct *poller;	/* referenced until sqcq_sqcq_stop() */
 	int poll_bound_gen;		/* poll thread only */
 	u64 poll_sleeps, poll_wakeups;	/* poll thread, racy reads */
 	u16 host_nthreads;
@@ -204,9 +242,9 @@ struct sqcq_cmd {
 } ____cacheline_aligned_in_smp;
 
 /*
- * A task-management request.  Allocated per request, because a device that
- * never answers keeps it: the waiter then gives up and marks it abandoned,
- * and whoever sees it next (completion or teardown) frees it.
+ * A task-management (or SQ/CQ setup/teardown) request.  The device owns it
+ * from virtqueue_add_sgs() until it is returned on the used ring or handed
+ * back by a reset; its waiter frees it only after that.
  */
 struct sqcq_tmf {
 	union {
@@ -227,7 +265,6 @@ struct sqcq_tmf {
 		struct sqcq_setup_in sqcq;
 	} resp;
 	struct completion done;
-	bool abandoned;		/* protected by ctrl.lock */
 };
 
 static struct dentry *sqcq_debugfs;
@@ -278,6 +315,8 @@ static void sqcq_vq_notify(struct virtqueue *vq)
  * poller.  virtqueue_kick_prepare() also runs in SQ/CQ mode: it resets the
  * ring's count of unannounced buffers.
  */
+static void sqcq_host_stop_seen(struct sqcq_dev *dev);
+
 static bool sqcq_vq_kick_needed(struct sqcq_vq *q)
 {
 	bool classic;
@@ -288,8 +327,18 @@ static bool sqcq_vq_kick_needed(struct sqcq_vq *q)
 	if (!q->sq)
 		return classic;
 	if (sqcq_publish(&q->sq->idx, q->avail_shadow, &q->sq->flags,
-			 VRING_SQ_F_NEED_WAKEUP))
+			 VRING_SQ_F_NEED_WAKEUP)) {
+		/*
+		 * A host that stopped polling keeps NEED_WAKEUP set for good
+		 * and adds STOPPED: this kick is the last one decided by the
+		 * doorbell, the next ones follow the ring's suppression.
+		 */
+		if (unlikely(sqcq_load16(&q->sq->flags) & VRING_SQ_F_STOPPED)) {
+			q->sq = NULL;
+			sqcq_host_stop_seen(q->dev);
+		}
 		return true;
+	}
 	q->st.kicks_saved++;
 	return false;
 }
@@ -421,6 +470,8 @@ static struct sqcq_dev *sqcq_vq_to_dev(struct virtqueue *vq)
 	return sqcq_shost_dev(shost);
 }
 
+static bool sqcq_host_stopped(struct sqcq_dev *dev, unsigned int i);
+
 static void sqcq_ctrl_cb(struct virtqueue *vq)
 {
 	sqcq_vq_drain(&sqcq_vq_to_dev(vq)->ctrl, SQCQ_SRC_IRQ);
@@ -439,12 +490,21 @@ static void sqcq_req_cb(struct virtqueue *vq)
 	if (WARN_ON_ONCE(i >= dev->nr_req))
 		return;
 	sqcq_vq_drain(&dev->req[i], SQCQ_SRC_IRQ);
+	/* Pairs with the release in sqcq_sqcq_setup(): dev->area is set. */
+	if (smp_load_acquire(&dev->state) != SQCQ_STATE_ON)
+		return;
+	/* A stopped host interrupts on every completion: nothing to wake. */
+	if (sqcq_host_stopped(dev, i)) {
+		sqcq_host_stop_seen(dev);
+		return;
+	}
 	/*
 	 * SQ/CQ: an interrupt means the poll thread published CQ NEED_WAKEUP
 	 * and sleeps (or is about to): wake it.  The task stays referenced
-	 * until the rings are gone (sqcq_sqcq_stop()).
+	 * until the rings are gone (sqcq_sqcq_stop()); poll_wake is cleared
+	 * before it is stopped, and a wakeup racing with that is harmless.
 	 */
-	if (dev->poller)
+	if (READ_ONCE(dev->poll_wake))
 		wake_up_process(dev->poller);
 }
 
@@ -751,20 +811,9 @@ static sqcq_map_queues_ret_t sqcq_map_queues(struct Scsi_Host *shost)
 static void sqcq_tmf_done(struct sqcq_dev *dev, void *buf)
 {
 	struct sqcq_tmf *tmf = buf;
-	unsigned long flags;
-	bool abandoned;
 
-	spin_lock_irqsave(&dev->ctrl.lock, flags);
-	abandoned = tmf->abandoned;
-	if (!abandoned)
-		complete(&tmf->done);
-	spin_unlock_irqrestore(&dev->ctrl.lock, flags);
-	if (abandoned) {
-		dev_info_ratelimited(&dev->vdev->dev,
-				     "late answer to a timed-out task-management request\n");
-		atomic_dec(&dev->tmf_unanswered);
-		kfree(tmf);
-	}
+	/* The waiter frees @tmf once it sees this; nothing may touch it after. */
+	complete(&tmf->done);
 }
 
 static const char *sqcq_tmf_name(u32 subtype)
@@ -780,19 +829,17 @@ static const char *sqcq_tmf_name(u32 subtype)
 
 /*
  * Queue @tmf (@out_len readable bytes of its request, then its response
- * buffer) on the control queue and wait for the answer, at most @timeout.
- * Returns 0 when answered (the caller frees @tmf), -ETIMEDOUT when not
- * (@tmf is abandoned: whoever sees it next frees it), another -errno when
- * it could not be queued (the caller frees it).
+ * buffer) on the control queue.  Returns 0 when it is on the ring (the
+ * device owns it now: see sqcq_ctrl_wait()), else -errno (the caller still
+ * owns it).
  */
-static int sqcq_ctrl_send(struct sqcq_dev *dev, struct sqcq_tmf *tmf,
-			  size_t out_len, unsigned long timeout)
+static int sqcq_ctrl_queue(struct sqcq_dev *dev, struct sqcq_tmf *tmf,
+			   size_t out_len)
 {
 	struct scatterlist out, in, *sgs[2] = { &out, &in };
 	struct sqcq_vq *q = &dev->ctrl;
 	struct virtqueue *kick = NULL;
 	unsigned long flags;
-	bool answered;
 	int ret;
 
 	init_completion(&tmf->done);
@@ -810,27 +857,59 @@ static int sqcq_ctrl_send(struct sqcq_dev *dev, struct sqcq_tmf *tmf,
 		}
 	}
 	spin_unlock_irqrestore(&q->lock, flags);
-	if (ret)
-		return ret;
 	sqcq_vq_notify(kick);
-
-	if (wait_for_completion_timeout(&tmf->done, timeout))
-		return 0;
-	/* A lost interrupt must not look like a dead device. */
-	sqcq_vq_drain(q, SQCQ_SRC_EH);
-	spin_lock_irqsave(&q->lock, flags);
-	answered = completion_done(&tmf->done);
-	if (!answered) {
-		tmf->abandoned = true;	/* freed by whoever sees it */
-		atomic_inc(&dev->tmf_unanswered);
-	}
-	spin_unlock_irqrestore(&q->lock, flags);
-	return answered ? 0 : -ETIMEDOUT;
+	return ret;
 }
 
 /*
- * Send a TMF and wait for its answer, at most SQCQ_TMF_TIMEOUT.  Returns
- * SUCCESS or FAILED (the SCSI EH values).
+ * Wait until the device returned @tmf (answered, or handed back by a reset:
+ * sqcq_reclaim()).  No time limit: the device owns the request and may
+ * still write its answer.  Every SQCQ_CTRL_REAP the control queue is reaped
+ * here, so a lost interrupt costs seconds, not forever.  @killable (probe
+ * only): a fatal signal ends the wait with -EINTR and the device still owns
+ * @tmf; the caller must reset the device before freeing it.
+ */
+static int sqcq_ctrl_wait(struct sqcq_dev *dev, struct sqcq_tmf *tmf,
+			  const char *what, bool killable)
+{
+	unsigned long waited = 0;
+	long left;
+
+	atomic_inc(&dev->ctrl_waiting);
+	for (;;) {
+		if (killable)
+			left = wait_for_completion_killable_timeout(&tmf->done,
+								    SQCQ_CTRL_REAP);
+		else
+			left = wait_for_completion_timeout(&tmf->done,
+							   SQCQ_CTRL_REAP);
+		if (left < 0)
+			break;
+		if (!left) {
+			sqcq_vq_drain(&dev->ctrl, SQCQ_SRC_EH);
+			left = completion_done(&tmf->done);
+		}
+		if (left)
+			break;
+		waited += SQCQ_CTRL_REAP;
+		if (waited == SQCQ_CTRL_SLOW) {
+			atomic64_inc(&dev->tmf_slow);
+			dev_warn(&dev->vdev->dev, "%s: no answer after %u s; still waiting (the device owns the request until it answers or is reset)\n",
+				 what, SQCQ_CTRL_SLOW / HZ);
+		}
+	}
+	atomic_dec(&dev->ctrl_waiting);
+	if (left < 0)
+		return -EINTR;
+	if (waited >= SQCQ_CTRL_SLOW)
+		dev_info(&dev->vdev->dev, "%s: answered after about %lu s\n",
+			 what, waited / HZ);
+	return 0;
+}
+
+/*
+ * Send a TMF and wait for its answer, without a time limit (see
+ * sqcq_ctrl_wait()).  Returns SUCCESS or FAILED (the SCSI EH values).
  */
 static int sqcq_send_tmf(struct sqcq_dev *dev, struct scsi_cmnd *sc,
 			 u32 subtype, u64 tag)
@@ -840,17 +919,6 @@ static int sqcq_send_tmf(struct sqcq_dev *dev, struct scsi_cmnd *sc,
 	int ret;
 	u8 resp;
 
-	/*
-	 * A control queue that let one TMF time out is not asked again until
-	 * it answers: error handling must not wait a timeout per command.
-	 */
-	if (atomic_read(&dev->tmf_unanswered)) {
-		sdev_printk(KERN_ERR, sc->device,
-			    "%s: not sent, the device has not answered %d earlier task-management request(s)\n",
-			    sqcq_tmf_name(subtype),
-			    atomic_read(&dev->tmf_unanswered));
-		return FAILED;
-	}
 	tmf = kzalloc(sizeof(*tmf), GFP_NOIO);
 	if (!tmf)
 		return FAILED;
@@ -859,14 +927,7 @@ static int sqcq_send_tmf(struct sqcq_dev *dev, struct scsi_cmnd *sc,
 	tmf->req.tmf.tag = cpu_to_virtio64(vdev, tag);
 	sqcq_encode_lun(tmf->req.tmf.lun, sc->device);
 
-	ret = sqcq_ctrl_send(dev, tmf, sizeof(tmf->req.tmf), SQCQ_TMF_TIMEOUT);
-	if (ret == -ETIMEDOUT) {
-		atomic64_inc(&dev->tmf_timeouts);
-		sdev_printk(KERN_ERR, sc->device,
-			    "%s: no answer from the device after %u s; giving up\n",
-			    sqcq_tmf_name(subtype), SQCQ_TMF_TIMEOUT / HZ);
-		return FAILED;
-	}
+	ret = sqcq_ctrl_queue(dev, tmf, sizeof(tmf->req.tmf));
 	if (ret) {
 		sdev_printk(KERN_ERR, sc->device,
 			    "%s: cannot queue on the control queue (%d)\n",
@@ -874,6 +935,8 @@ static int sqcq_send_tmf(struct sqcq_dev *dev, struct scsi_cmnd *sc,
 		kfree(tmf);
 		return FAILED;
 	}
+	/* Not killable: the error handler is a kernel thread. */
+	sqcq_ctrl_wait(dev, tmf, sqcq_tmf_name(subtype), false);
 
 	resp = tmf->resp.tmf.response;
 	kfree(tmf);
@@ -888,17 +951,23 @@ static int sqcq_send_tmf(struct sqcq_dev *dev, struct scsi_cmnd *sc,
 }
 
 /*
- * A command timed out: first reap its queue, so a lost notification (an
- * interrupt, or a CQ doorbell the poll thread slept through) costs one
- * timeout and no abort.  If the command was there it is complete now and
- * the midlayer sees that; otherwise error handling goes on.
+ * A command outlived its timeout.  First reap its queue, so a lost
+ * notification (an interrupt, or a CQ doorbell the poll thread slept
+ * through) costs one timeout.  If the command was there it is complete now
+ * and the midlayer sees that.  Otherwise the device still owns it, its data
+ * pages and its response buffer: restart the timer and keep waiting, as
+ * upstream virtio_scsi does.  Aborting or failing it would hand memory the
+ * device may still write to back to its owner (docs/error-handling.md).
  */
 static sqcq_eh_timeout_t sqcq_eh_timed_out(struct scsi_cmnd *sc)
 {
 	struct sqcq_dev *dev = sqcq_shost_dev(sc->device->host);
 
 	sqcq_vq_drain(sqcq_cmd_queue(dev, sc), SQCQ_SRC_EH);
-	return SQCQ_EH_NOT_HANDLED;
+	if (test_bit(SCMD_STATE_COMPLETE, &sc->state))
+		return SQCQ_EH_NOT_HANDLED;	/* the midlayer sees it done */
+	atomic64_inc(&dev->timer_resets);
+	return SQCQ_EH_RESET_TIMER;
 }
 
 static int sqcq_eh_abort(struct scsi_cmnd *sc)
@@ -1195,23 +1264,13 @@ static void sqcq_reclaim(struct sqcq_dev *dev, struct sqcq_vq *q, void *buf)
 {
 	struct sqcq_tmf *tmf;
 	struct scsi_cmnd *sc;
-	unsigned long flags;
-	bool abandoned;
 
 	switch (q->kind) {
 	case SQCQ_KIND_CTRL:
+		/* Its waiter (or sqcq_sqcq_stop() for a stale one) frees it. */
 		tmf = buf;
-		spin_lock_irqsave(&q->lock, flags);
-		abandoned = tmf->abandoned;
-		if (!abandoned) {
-			tmf->resp.tmf.response = VIRTIO_SCSI_S_FAILURE;
-			complete(&tmf->done);
-		}
-		spin_unlock_irqrestore(&q->lock, flags);
-		if (abandoned) {
-			atomic_dec(&dev->tmf_unanswered);
-			kfree(tmf);
-		}
+		tmf->resp.tmf.response = VIRTIO_SCSI_S_FAILURE;
+		complete(&tmf->done);
 		break;
 	case SQCQ_KIND_EVENT:
 		break;	/* embedded in dev */
@@ -1226,7 +1285,7 @@ static void sqcq_reclaim(struct sqcq_dev *dev, struct sqcq_vq *q, void *buf)
 /*
  * Reset the device and delete its virtqueues.  After the reset the device
  * no longer touches any buffer, so everything still on the rings is handed
- * back: outstanding TMFs fail, abandoned ones are freed, commands end with
+ * back: outstanding control requests fail, commands end with
  * DID_NO_CONNECT.
  */
 static void sqcq_vqs_teardown(struct sqcq_dev *dev)
@@ -1258,9 +1317,6 @@ static void sqcq_vqs_teardown(struct sqcq_dev *dev)
 /* ------------------------------------------------------------------ */
 /* SQ/CQ doorbells (DESIGN 4)                                          */
 /* ------------------------------------------------------------------ */
-
-/* The answer to an SQ/CQ setup waits this long (stock devices answer at once). */
-#define SQCQ_SETUP_TIMEOUT	(5 * HZ)
 
 /*
  * Bind the poll thread to one CPU of poll_cpu (the SCSI host number picks
@@ -1297,8 +1353,30 @@ static void sqcq_poll_bind(struct sqcq_dev *dev)
 #define sqcq_for_each_polled(dev, q, i) \
 	for ((i) = 0; (i) < (dev)->nr_irq && ((q) = &(dev)->req[i]); (i)++)
 
-/* Complete what the host published on each CQ doorbell; true if any. */
-static bool sqcq_poll_cq(struct sqcq_dev *dev)
+/* Whether the host set STOPPED on request queue @i (any context). */
+static bool sqcq_host_stopped(struct sqcq_dev *dev, unsigned int i)
+{
+	return sqcq_load16(&dev->area->q[i].sq_line.sq.flags) &
+	       VRING_SQ_F_STOPPED;
+}
+
+/*
+ * The host stopped polling (DESIGN 4.2 teardown): it sets SQ NEED_WAKEUP |
+ * STOPPED for good and no longer moves the CQ indices.  Whoever sees it
+ * first (a submitter, the interrupt, the poll thread) hands the switch back
+ * to classic to sqcq_stop_work().
+ */
+static void sqcq_host_stop_seen(struct sqcq_dev *dev)
+{
+	if (READ_ONCE(dev->state) == SQCQ_STATE_ON)
+		schedule_work(&dev->stop_work);
+}
+
+/*
+ * Complete what the host published on each CQ doorbell; true if any.
+ * *@stopped: the host set STOPPED.
+ */
+static bool sqcq_poll_cq(struct sqcq_dev *dev, bool *stopped)
 {
 	struct sqcq_vq *q;
 	bool work = false;
@@ -1306,6 +1384,8 @@ static bool sqcq_poll_cq(struct sqcq_dev *dev)
 	u16 idx;
 
 	sqcq_for_each_polled(dev, q, i) {
+		if (unlikely(sqcq_host_stopped(dev, i)))
+			*stopped = true;
 		/* Read barrier inside: the used ring after the index. */
 		idx = sqcq_consume_idx(&q->cq->idx);
 		if (idx == q->cq_seen)
@@ -1354,15 +1434,16 @@ static void sqcq_poll_awake(struct sqcq_dev *dev)
 /*
  * The device's poll thread: completes commands from the CQ doorbells,
  * spinning while there is work and for poll_idle_us after it, then sleeps
- * behind CQ NEED_WAKEUP until a queue interrupt.
+ * behind CQ NEED_WAKEUP until a queue interrupt.  When the host stops
+ * polling, it asks sqcq_stop_work() to stop it and waits for that.
  */
 static int sqcq_poll_fn(void *data)
 {
 	struct sqcq_dev *dev = data;
 	u64 last = ktime_get_ns(), now;
+	bool work, stopped = false;
 	struct sqcq_vq *q;
 	unsigned int i;
-	bool work;
 
 	dev->poll_bound_gen = atomic_read(&sqcq_param_gen) - 1;
 	sqcq_poll_awake(dev);
@@ -1371,7 +1452,9 @@ static int sqcq_poll_fn(void *data)
 			dev->poll_bound_gen = atomic_read(&sqcq_param_gen);
 			sqcq_poll_bind(dev);
 		}
-		work = sqcq_poll_cq(dev);
+		work = sqcq_poll_cq(dev, &stopped);
+		if (unlikely(stopped))
+			break;
 		now = ktime_get_ns();
 		if (work)
 			last = now;
@@ -1398,11 +1481,76 @@ static int sqcq_poll_fn(void *data)
 		sqcq_poll_awake(dev);
 		last = ktime_get_ns();
 	}
-	/* Interrupt me on every completion from now on (DESIGN 4.2). */
-	sqcq_for_each_polled(dev, q, i)
+	/*
+	 * Interrupt me on every completion from now on (DESIGN 4.2); the
+	 * barrier inside pairs with sqcq_publish() in the host.  Then reap
+	 * what was published before the host saw the flag.
+	 */
+	sqcq_for_each_polled(dev, q, i) {
 		sqcq_stop_polling(&q->cq->flags, VRING_CQ_F_NEED_WAKEUP,
 				  VRING_CQ_F_STOPPED);
+		sqcq_vq_drain(q, SQCQ_SRC_SQCQ);
+	}
+	if (stopped) {
+		sqcq_host_stop_seen(dev);
+		/* Only kthread_stop() (sqcq_poller_stop()) ends the thread. */
+		for (;;) {
+			set_current_state(TASK_INTERRUPTIBLE);
+			if (kthread_should_stop())
+				break;
+			schedule();
+		}
+		__set_current_state(TASK_RUNNING);
+	}
 	return 0;
+}
+
+/* Stop the poll thread if it runs; it leaves CQ NEED_WAKEUP | STOPPED. */
+static void sqcq_poller_stop(struct sqcq_dev *dev)
+{
+	lockdep_assert_held(&dev->sqcq_lock);
+	/* sqcq_req_cb() stops waking it; a wakeup in flight is harmless. */
+	WRITE_ONCE(dev->poll_wake, false);
+	if (dev->poller && dev->poller_running) {
+		kthread_stop(dev->poller);
+		dev->poller_running = false;
+	}
+}
+
+/*
+ * Leave SQ/CQ for exact classic behaviour: submitters decide kicks by the
+ * ring's own suppression (EVENT_IDX) again, the poll thread stops (every
+ * queue asks for interrupts), debugfs says classic.  The area stays
+ * allocated until the device is reset: the host may still hold it.
+ */
+static void sqcq_go_classic(struct sqcq_dev *dev, const char *why)
+{
+	unsigned long flags;
+	unsigned int i;
+
+	lockdep_assert_held(&dev->sqcq_lock);
+	for (i = 0; i < dev->nr_req; i++) {
+		struct sqcq_vq *q = &dev->req[i];
+
+		spin_lock_irqsave(&q->lock, flags);
+		q->sq = NULL;
+		spin_unlock_irqrestore(&q->lock, flags);
+	}
+	sqcq_poller_stop(dev);
+	dev->classic_why = why;
+	WRITE_ONCE(dev->state, SQCQ_STATE_STOPPED);
+}
+
+static void sqcq_stop_work(struct work_struct *work)
+{
+	struct sqcq_dev *dev = container_of(work, struct sqcq_dev, stop_work);
+
+	mutex_lock(&dev->sqcq_lock);
+	if (dev->state == SQCQ_STATE_ON) {
+		sqcq_go_classic(dev, "stopped by the host");
+		dev_info(&dev->vdev->dev, "SQ/CQ stopped by the host: classic mode until the device is reset or probed again\n");
+	}
+	mutex_unlock(&dev->sqcq_lock);
 }
 
 /* Why an answer to the setup request does not enable SQ/CQ, or NULL. */
@@ -1411,6 +1559,7 @@ static const char *sqcq_setup_answer(struct sqcq_dev *dev,
 				     bool *host_attached)
 {
 	const struct sqcq_setup_resp *r = &in->resp;
+	u32 flags = le32_to_cpu(r->flags);
 
 	*host_attached = false;
 	if (in->response != VIRTIO_SCSI_S_FUNCTION_SUCCEEDED) {
@@ -1423,34 +1572,158 @@ static const char *sqcq_setup_answer(struct sqcq_dev *dev,
 	if (le32_to_cpu(r->magic) != SQCQ_MAGIC ||
 	    le16_to_cpu(r->version) != SQCQ_VERSION ||
 	    le16_to_cpu(r->status) != SQCQ_S_OK ||
-	    le16_to_cpu(r->nqueues) != dev->nr_req)
+	    le16_to_cpu(r->nqueues) != dev->nr_req ||
+	    !flags || (flags & ~(SQCQ_F_SQ_POLL | SQCQ_F_CQ_POLL)))
 		return "malformed answer";
 	return NULL;
 }
 
 /*
- * Ask the device for SQ/CQ at probe (module parameter sqcq).  Any answer
- * but a well-formed success leaves the device classic, with one line.
+ * The device address of the doorbell area is what the device's DMA sees,
+ * exactly like the rings' addresses: with VIRTIO_F_ACCESS_PLATFORM (vIOMMU,
+ * swiotlb, SEV/TDX, s390 PV) or under Xen the virtio core maps the rings
+ * through the DMA API on the virtqueue's DMA device, and so must we;
+ * otherwise the rings use guest-physical addresses, and so do we.  Returns
+ * why SQ/CQ must be refused, or NULL with *@dma_dev set (NULL: physical).
  */
-static void sqcq_sqcq_setup(struct sqcq_dev *dev)
+static const char *sqcq_area_dma_dev(struct sqcq_dev *dev,
+				     struct device **dma_dev)
+{
+	struct virtio_device *vdev = dev->vdev;
+	bool platform = virtio_has_feature(vdev, VIRTIO_F_ACCESS_PLATFORM) ||
+			xen_domain();
+
+	*dma_dev = NULL;
+#ifdef SQCQ_HAVE_VIRTQUEUE_DMA_DEV
+	*dma_dev = virtqueue_dma_dev(dev->req[0].vq);
+	if (*dma_dev)
+		return NULL;
+	/* No DMA device although the platform restricts access: custom mapping ops. */
+	if (platform)
+		return "the transport maps buffers without a DMA device";
+	return NULL;
+#else
+	if (platform)
+		return "VIRTIO_F_ACCESS_PLATFORM or Xen, and this kernel does not tell the virtqueue's DMA device";
+	return NULL;
+#endif
+}
+
+/* Allocate the zeroed, page-aligned doorbell area; returns why not, or NULL. */
+static const char *sqcq_area_alloc(struct sqcq_dev *dev,
+				   struct sqcq_dma_area *mem, size_t bytes)
+{
+	const char *why = sqcq_area_dma_dev(dev, &mem->dma_dev);
+
+	if (why)
+		return why;
+	mem->bytes = bytes;
+	if (mem->dma_dev) {
+		/* Coherent: both sides poll it; page-aligned for bytes >= a page. */
+		mem->cpu = dma_alloc_coherent(mem->dma_dev, bytes, &mem->addr,
+					      GFP_KERNEL);
+		if (mem->cpu && !IS_ALIGNED(mem->addr, SQCQ_AREA_ALIGN)) {
+			dma_free_coherent(mem->dma_dev, bytes, mem->cpu,
+					  mem->addr);
+			mem->cpu = NULL;
+			return "misaligned DMA address";
+		}
+	} else {
+		mem->cpu = alloc_pages_exact(bytes, GFP_KERNEL | __GFP_ZERO);
+		if (mem->cpu)
+			mem->addr = virt_to_phys(mem->cpu);
+	}
+	if (!mem->cpu)
+		return "out of memory";
+	memset(mem->cpu, 0, bytes);
+	return NULL;
+}
+
+static void sqcq_area_free(struct sqcq_dma_area *mem)
+{
+	if (!mem->cpu)
+		return;
+	if (mem->dma_dev)
+		dma_free_coherent(mem->dma_dev, mem->bytes, mem->cpu, mem->addr);
+	else
+		free_pages_exact(mem->cpu, mem->bytes);
+	memset(mem, 0, sizeof(*mem));
+}
+
+/* Why this device cannot use SQ/CQ at all, or NULL. */
+static const char *sqcq_refusal(struct sqcq_dev *dev)
+{
+	/* The doorbell indices are split-ring avail/used indices. */
+	if (virtio_has_feature(dev->vdev, VIRTIO_F_RING_PACKED))
+		return "packed ring negotiated";
+	return NULL;
+}
+
+/*
+ * Ask the device to let go of the area after an answer we refused.  Returns
+ * true when it says it holds none (teardown done, or never set up).
+ */
+static bool sqcq_teardown_req(struct sqcq_dev *dev, struct sqcq_tmf *tmf,
+			      bool *killed)
+{
+	u16 st;
+
+	*killed = false;
+	memset(&tmf->resp, 0, sizeof(tmf->resp));
+	tmf->req.sqcq.tmf.subtype = cpu_to_le32(SQCQ_TMF_SUBTYPE_TEARDOWN);
+	if (sqcq_ctrl_queue(dev, tmf, sizeof(tmf->req.sqcq)))
+		return false;
+	if (sqcq_ctrl_wait(dev, tmf, "SQ/CQ teardown", true)) {
+		*killed = true;
+		return false;
+	}
+	st = le16_to_cpu(tmf->resp.sqcq.resp.status);
+	return le32_to_cpu(tmf->resp.sqcq.resp.magic) == SQCQ_MAGIC &&
+	       (st == SQCQ_S_OK || st == SQCQ_S_NOT_SETUP);
+}
+
+/*
+ * Ask the device for SQ/CQ (module parameter sqcq), at probe and restore.
+ * Any answer but a well-formed success leaves the device classic, with one
+ * line.  The answer is waited for without a time limit (the device owns the
+ * request and the area); the wait is killable, and then -EINTR tells the
+ * caller to fail: the device is reset on the way out, which hands both
+ * back.  Returns 0 otherwise, whatever the mode.
+ */
+static int sqcq_sqcq_setup(struct sqcq_dev *dev)
 {
 	size_t bytes = PAGE_ALIGN(sqcq_area_bytes(dev->nr_req));
 	struct virtio_device *vdev = dev->vdev;
-	struct task_struct *poller;
+	struct sqcq_dma_area mem = {};
+	struct task_struct *poller = NULL;
 	struct sqcq_setup_req *req;
 	struct sqcq_area *area;
-	struct sqcq_tmf *tmf;
+	struct sqcq_tmf *tmf = NULL;
 	const char *why;
 	unsigned long flags;
-	bool attached;
+	bool attached, killed;
 	unsigned int i;
-	int ret;
+	u32 hflags;
 
+	WRITE_ONCE(dev->state, SQCQ_STATE_OFF);
+	dev->classic_why = "sqcq=0";
 	if (!READ_ONCE(sqcq))
-		return;
-	area = alloc_pages_exact(bytes, GFP_KERNEL | __GFP_ZERO);
+		return 0;
+	why = sqcq_refusal(dev);
+	if (why) {
+		dev->classic_why = why;
+		dev_info(&vdev->dev, "SQ/CQ refused (%s): classic mode\n", why);
+		return 0;
+	}
+	why = sqcq_area_alloc(dev, &mem, bytes);
+	if (why) {
+		dev->classic_why = why;
+		dev_info(&vdev->dev, "SQ/CQ refused (%s): classic mode\n", why);
+		return 0;
+	}
+	area = mem.cpu;
 	tmf = kzalloc(sizeof(*tmf), GFP_KERNEL);
-	if (!area || !tmf) {
+	if (!tmf) {
 		why = "out of memory";
 		goto free_area;
 	}
@@ -1469,89 +1742,119 @@ static void sqcq_sqcq_setup(struct sqcq_dev *dev)
 	req->magic = cpu_to_le32(SQCQ_MAGIC);
 	req->version = cpu_to_le16(SQCQ_VERSION);
 	req->nqueues = cpu_to_le16(dev->nr_req);
-	req->area_gpa = cpu_to_le64(virt_to_phys(area));
+	/* A device address (DESIGN 4.1), not necessarily guest-physical. */
+	req->area_gpa = cpu_to_le64(mem.addr);
+	dev->setup_addr = mem.addr;
+	dev->setup_dma_api = !!mem.dma_dev;
 	req->area_len = cpu_to_le32(bytes);
 	req->flags = cpu_to_le32(SQCQ_F_SQ_POLL | SQCQ_F_CQ_POLL);
 	req->poll_idle_us = cpu_to_le32(sqcq_poll_idle());
 
-	ret = sqcq_ctrl_send(dev, tmf, sizeof(tmf->req.sqcq),
-			     SQCQ_SETUP_TIMEOUT);
-	if (ret == -ETIMEDOUT) {
-		/* It may still act on the request: the area stays ours. */
-		dev_warn(&vdev->dev, "SQ/CQ setup not answered in %u s; classic mode (%zu bytes kept for the device until it is reset)\n",
-			 SQCQ_SETUP_TIMEOUT / HZ, bytes);
-		dev->stale_area = area;
-		dev->stale_bytes = bytes;
-		return;
-	}
-	if (ret) {
+	if (sqcq_ctrl_queue(dev, tmf, sizeof(tmf->req.sqcq))) {
 		why = "control queue unavailable";
 		goto free_area;
 	}
+	if (sqcq_ctrl_wait(dev, tmf, "SQ/CQ setup", true))
+		goto killed;
 	why = sqcq_setup_answer(dev, &tmf->resp.sqcq, &attached);
 	if (why && attached) {
-		dev_warn(&vdev->dev, "SQ/CQ not used (%s); classic mode (%zu bytes kept for the device until it is reset)\n",
+		/* The host may have attached: ask it to let go first. */
+		if (sqcq_teardown_req(dev, tmf, &killed))
+			goto free_area;
+		if (killed)
+			goto killed;
+		dev_warn(&vdev->dev, "SQ/CQ not used (%s, teardown refused); classic mode (%zu bytes kept for the device until it is reset)\n",
 			 why, bytes);
-		dev->stale_area = area;
-		dev->stale_bytes = bytes;
+		dev->classic_why = why;
+		dev->stale = mem;
 		kfree(tmf);
-		return;
+		return 0;
 	}
 	if (why)
 		goto free_area;
+	hflags = le32_to_cpu(tmf->resp.sqcq.resp.flags);
+	dev->host_flags = hflags;
 	dev->host_nthreads = le16_to_cpu(tmf->resp.sqcq.resp.nthreads);
 	dev->host_idle_us = le32_to_cpu(tmf->resp.sqcq.resp.poll_idle_us);
 	kfree(tmf);
 
-	poller = kthread_create(sqcq_poll_fn, dev, "sqcq-poll-%u",
-				dev->shost->host_no);
-	if (IS_ERR(poller)) {
-		/* The host polls; we just keep interrupts (CQ NEED_WAKEUP). */
-		dev_warn(&vdev->dev, "cannot start the SQ/CQ poll thread (%ld); completions by interrupt\n",
-			 PTR_ERR(poller));
-		poller = NULL;
-	} else {
-		get_task_struct(poller);
+	/* The host interrupts on every completion unless we poll the CQs. */
+	if (hflags & SQCQ_F_CQ_POLL) {
+		poller = kthread_create(sqcq_poll_fn, dev, "sqcq-poll-%u",
+					dev->shost->host_no);
+		if (IS_ERR(poller)) {
+			/* CQ NEED_WAKEUP stays set: completions by interrupt. */
+			dev_warn(&vdev->dev, "cannot start the SQ/CQ poll thread (%ld); completions by interrupt\n",
+				 PTR_ERR(poller));
+			poller = NULL;
+		} else {
+			get_task_struct(poller);
+		}
 	}
+	dev->mem = mem;
 	dev->area = area;
-	dev->area_bytes = bytes;
 	for (i = 0; i < dev->nr_req; i++) {
 		struct sqcq_vq *q = &dev->req[i];
 
 		q->cq_seen = 0;
 		q->cq = &area->q[i].cq_line.cq;
 		spin_lock_irqsave(&q->lock, flags);
-		q->sq = &area->q[i].sq_line.sq;
+		/* Kicks follow SQ NEED_WAKEUP only if the host polls the SQs. */
+		q->sq = (hflags & SQCQ_F_SQ_POLL) ? &area->q[i].sq_line.sq
+						  : NULL;
 		spin_unlock_irqrestore(&q->lock, flags);
 	}
+	mutex_lock(&dev->sqcq_lock);
+	dev->classic_why = NULL;
+	/* dev->area before the state; pairs with sqcq_req_cb()'s acquire. */
+	smp_store_release(&dev->state, SQCQ_STATE_ON);
 	if (poller) {
 		dev->poller = poller;
+		dev->poller_running = true;
+		WRITE_ONCE(dev->poll_wake, true);
 		wake_up_process(poller);
 	}
-	dev_info(&vdev->dev, "SQ/CQ negotiated: %u queues, %s, poll_idle_us %u (host: %u poll thread%s, poll_idle_us %u)\n",
+	mutex_unlock(&dev->sqcq_lock);
+	dev_info(&vdev->dev, "SQ/CQ negotiated: %u queues, %s%s, poll_idle_us %u, area at device address %#llx%s (host: %u poll thread%s, poll_idle_us %u)\n",
 		 dev->nr_req, poller ? "1 poll thread" : "no poll thread",
-		 sqcq_poll_idle(), dev->host_nthreads,
+		 (hflags & SQCQ_F_SQ_POLL) ? "" : ", host does not poll the SQs",
+		 sqcq_poll_idle(), (unsigned long long)mem.addr,
+		 mem.dma_dev ? " (DMA API)" : "", dev->host_nthreads,
 		 dev->host_nthreads == 1 ? "" : "s", dev->host_idle_us);
-	return;
+	return 0;
 
 free_area:
+	dev->classic_why = why;
 	dev_info(&vdev->dev, "SQ/CQ not available (%s): classic mode\n", why);
 	kfree(tmf);
-	if (area)
-		free_pages_exact(area, bytes);
+	sqcq_area_free(&mem);
+	return 0;
+
+killed:
+	/* The device still owns both: freed after the reset (sqcq_sqcq_stop()). */
+	dev_warn(&vdev->dev, "interrupted while the device held the SQ/CQ request; the device will be reset\n");
+	dev->classic_why = "interrupted";
+	dev->stale = mem;
+	dev->stale_tmf = tmf;
+	return -EINTR;
 }
 
 /*
  * After the device was reset (sqcq_vqs_teardown()): the host no longer
- * touches the area, no queue interrupt can come; stop the poll thread and
- * free the area.
+ * touches the area, no queue interrupt or submitter can come; stop the poll
+ * thread and free the area.
  */
 static void sqcq_sqcq_stop(struct sqcq_dev *dev)
 {
 	unsigned int i;
 
+	mutex_lock(&dev->sqcq_lock);
+	sqcq_poller_stop(dev);
+	WRITE_ONCE(dev->state, SQCQ_STATE_OFF);
+	mutex_unlock(&dev->sqcq_lock);
+	/* Nothing can queue it now: no callback, submitter or poller is left. */
+	cancel_work_sync(&dev->stop_work);
 	if (dev->poller) {
-		kthread_stop(dev->poller);
 		put_task_struct(dev->poller);
 		dev->poller = NULL;
 	}
@@ -1559,14 +1862,11 @@ static void sqcq_sqcq_stop(struct sqcq_dev *dev)
 		dev->req[i].sq = NULL;	/* rings are gone: no submitter */
 		dev->req[i].cq = NULL;
 	}
-	if (dev->area) {
-		free_pages_exact(dev->area, dev->area_bytes);
-		dev->area = NULL;
-	}
-	if (dev->stale_area) {
-		free_pages_exact(dev->stale_area, dev->stale_bytes);
-		dev->stale_area = NULL;
-	}
+	dev->area = NULL;
+	sqcq_area_free(&dev->mem);
+	sqcq_area_free(&dev->stale);
+	kfree(dev->stale_tmf);
+	dev->stale_tmf = NULL;
 }
 
 static bool sqcq_wants_events(struct virtio_device *vdev)
@@ -1609,8 +1909,24 @@ static int sqcq_info_show(struct seq_file *m, void *v)
 	struct sqcq_dev *dev = m->private;
 	struct Scsi_Host *shost = dev->shost;
 
-	seq_printf(m, "mode: %s\n", READ_ONCE(dev->area) ? "sqcq" : "classic");
-	seq_printf(m, "poll_thread: %s\n", dev->poller ? "running" : "none");
+	enum sqcq_state state = READ_ONCE(dev->state);
+	const char *why = READ_ONCE(dev->classic_why);
+
+	seq_printf(m, "mode: %s\n", state == SQCQ_STATE_ON ? "sqcq" : "classic");
+	seq_printf(m, "sqcq_state: %s\n", state == SQCQ_STATE_ON ? "on" :
+		   state == SQCQ_STATE_STOPPED ? "stopped" : "off");
+	seq_printf(m, "classic_why: %s\n", why ? why : "-");
+	seq_printf(m, "host_flags: %#x\n", dev->host_flags);
+	seq_printf(m, "area_addr: %#llx\n",
+		   (unsigned long long)(dev->area ? dev->mem.addr : 0));
+	seq_printf(m, "area_dma_api: %d\n", dev->area && dev->mem.dma_dev);
+	seq_printf(m, "setup_addr: %#llx\n", dev->setup_addr);
+	seq_printf(m, "setup_addr_kind: %s\n", !dev->setup_addr ? "none" :
+		   dev->setup_dma_api ? "dma" : "phys");
+	seq_printf(m, "access_platform: %d\n",
+		   virtio_has_feature(dev->vdev, VIRTIO_F_ACCESS_PLATFORM));
+	seq_printf(m, "poll_thread: %s\n",
+		   READ_ONCE(dev->poll_wake) ? "running" : "none");
 	seq_printf(m, "poll_sleeps: %llu\n", READ_ONCE(dev->poll_sleeps));
 	seq_printf(m, "poll_wakeups: %llu\n", READ_ONCE(dev->poll_wakeups));
 	seq_printf(m, "host: %u\n", shost->host_no);
@@ -1628,10 +1944,11 @@ static int sqcq_info_show(struct seq_file *m, void *v)
 		   virtio_has_feature(dev->vdev, VIRTIO_SCSI_F_HOTPLUG));
 	seq_printf(m, "bad_completions: %lld\n",
 		   (long long)atomic64_read(&dev->bad_completions));
-	seq_printf(m, "tmf_timeouts: %lld\n",
-		   (long long)atomic64_read(&dev->tmf_timeouts));
-	seq_printf(m, "tmf_unanswered: %d\n",
-		   atomic_read(&dev->tmf_unanswered));
+	seq_printf(m, "tmf_slow: %lld\n",
+		   (long long)atomic64_read(&dev->tmf_slow));
+	seq_printf(m, "ctrl_waiting: %d\n", atomic_read(&dev->ctrl_waiting));
+	seq_printf(m, "timer_resets: %lld\n",
+		   (long long)atomic64_read(&dev->timer_resets));
 	return 0;
 }
 DEFINE_SHOW_ATTRIBUTE(sqcq_info);
@@ -1714,8 +2031,11 @@ static void sqcq_init_dev(struct sqcq_dev *dev, struct Scsi_Host *shost,
 	dev->nr_poll = nr_poll;
 	dev->nr_irq = nr_req - nr_poll;
 	atomic64_set(&dev->bad_completions, 0);
-	atomic64_set(&dev->tmf_timeouts, 0);
-	atomic_set(&dev->tmf_unanswered, 0);
+	atomic64_set(&dev->tmf_slow, 0);
+	atomic64_set(&dev->timer_resets, 0);
+	atomic_set(&dev->ctrl_waiting, 0);
+	mutex_init(&dev->sqcq_lock);
+	INIT_WORK(&dev->stop_work, sqcq_stop_work);
 	sqcq_init_vq(dev, &dev->ctrl, SQCQ_KIND_CTRL, "control");
 	sqcq_init_vq(dev, &dev->event, SQCQ_KIND_EVENT, "event");
 	for (i = 0; i < nr_req; i++) {
@@ -1817,10 +2137,16 @@ static int sqcq_probe(struct virtio_device *vdev)
 		 ": unavailable on this kernel, no SCSI mq_poll",
 		 dev->pi ? ", T10-PI" : "");
 	/* Before the scan: all I/O of the device runs in its final mode. */
-	sqcq_sqcq_setup(dev);
+	ret = sqcq_sqcq_setup(dev);
+	if (ret)
+		goto err_host;
 	scsi_scan_host(shost);
 	return 0;
 
+err_host:
+	debugfs_remove_recursive(dev->dbg);
+	sqcq_events_stop(dev);
+	scsi_remove_host(shost);
 err_vqs:
 	sqcq_vqs_teardown(dev);
 	sqcq_sqcq_stop(dev);
@@ -1867,8 +2193,14 @@ static int sqcq_restore(struct virtio_device *vdev)
 	virtio_device_ready(vdev);
 	if (sqcq_wants_events(vdev))
 		sqcq_events_start(dev);
-	sqcq_sqcq_setup(dev);
-	return 0;
+	/* Killed while the device held the request: reset, hand all back. */
+	ret = sqcq_sqcq_setup(dev);
+	if (ret) {
+		sqcq_events_stop(dev);
+		sqcq_vqs_teardown(dev);
+		sqcq_sqcq_stop(dev);
+	}
+	return ret;
 }
 #endif
 

@@ -240,31 +240,67 @@ if [ -n "${SQCQ_RESULTS:-}" ] && [ "${SQCQ_GUEST_MONITOR:-0}" = 1 ]; then
 		fail "hotplug (host did not answer)"
 	fi
 
-	# A disk that answers slower than the SCSI timeout: commands time out,
-	# the abort TMF goes to the control queue, QEMU answers once the
-	# request is done; once an abort was seen the disk is unthrottled.
-	# Nothing may hang or go offline.
+	# A stalled backend (DESIGN: the device owns a command until it
+	# returns it).  Disk B is throttled to 2 IOPS and one of its reads is
+	# stopped in QEMU's blkdebug layer ("break") for 45 s, under a 3 s SCSI
+	# timeout, while fio verifies disk A on the same controller.  The old
+	# driver aborted, gave the abort up after 30 s, offlined the disk and
+	# finished the command while QEMU still owned it (its data pages,
+	# response and tag then reused; the late completion landed in whatever
+	# lived there).  Now: no error handling at all, the timer is restarted,
+	# disk A keeps verifying, the read completes when the stall ends.
 	sdb=${DISK_B#/dev/}
 	echo 3 >/sys/block/$sdb/device/timeout
 	n0=$(dmesg | wc -l)
 	new_log() { dmesg | tail -n +$((n0 + 1)); }
-	aborted() { new_log | grep -q ' abort$'; }
-	if monitor_req throttle; then
+	rm -f /tmp/verify-failed /tmp/verify-stop /tmp/verify-runs
+	(
+		i=0
+		while [ ! -e /tmp/verify-stop ]; do
+			i=$((i + 1))
+			if fio_verify stallv$i libaio "$DISK_A" 16m; then
+				echo ok >>/tmp/verify-runs
+			else
+				tail -n 20 /tmp/fio-stallv$i.log >&2
+				echo "$i" >>/tmp/verify-failed
+			fi
+		done
+	) &
+	vp=$!
+	tr0=$(info timer_resets)
+	if monitor_req throttle && monitor_req stall; then
 		fio --name=slow --filename="$DISK_B" --ioengine=libaio --direct=1 \
-			--rw=randread --bs=4k --iodepth=16 --number_ios=64 \
+			--rw=randread --bs=4k --iodepth=16 --number_ios=48 \
 			--output=/tmp/fio-slow.log &
 		p=$!
-		check "abort-tmf-issued" wait_for 90 aborted
+		# Longer than the old driver's 3 s timeout + 30 s TMF wait.
+		sleep 45
+		check "stalled-read-still-owned (fio waits)" kill -0 $p
+		check "stall-timer-restarted ($tr0 -> $(info timer_resets))" \
+			[ "$(info timer_resets)" -gt "${tr0:-0}" ]
+		check "stall-no-error-handling (no abort, reset, offline)" \
+			bash -c "! dmesg | tail -n +$((n0 + 1)) | grep -Eq ' abort$|LUN reset|offline|timing out command|rejecting I/O'"
+		check "stall-disk-running" [ "$(cat /sys/block/$sdb/device/state)" = running ]
+		monitor_req resume
 		monitor_req unthrottle
-		check "slow-disk-fio-ends" wait_for 120 bash -c "! kill -0 $p 2>/dev/null"
-		kill $p 2>/dev/null
-		wait $p 2>/dev/null
-		new_log | grep -E 'abort|reset|sqcq|timed out|offline' | tail -n 8 >&2
-		check "disk-still-running-after-eh" [ "$(cat /sys/block/$sdb/device/state)" = running ]
+		check "stalled-fio-ends" wait_for 120 bash -c "! kill -0 $p 2>/dev/null"
+		wait $p
+		r=$?
+		check "stalled-fio-succeeded (status $r)" [ $r = 0 ]
+		[ $r = 0 ] || tail -n 15 /tmp/fio-slow.log >&2
+		touch /tmp/verify-stop
+		wait $vp
+		check "verify-other-lun-during-stall ($(wc -l </tmp/verify-runs 2>/dev/null || echo 0) runs)" \
+			bash -c "[ ! -e /tmp/verify-failed ] && [ \$(wc -l </tmp/verify-runs) -ge 2 ]"
+		new_log | grep -E 'abort|reset|sqcq|timed out|offline|still waiting' | tail -n 8 >&2
+		check "disk-still-running-after-stall" [ "$(cat /sys/block/$sdb/device/state)" = running ]
 		echo 30 >/sys/block/$sdb/device/timeout
-		check "io-after-eh-verify" fio_verify aftereh libaio "$DISK_B" 8m
+		check "io-after-stall-verify" fio_verify afterstall libaio "$DISK_B" 8m
+		check "stall-bad-completions ($(info bad_completions))" [ "$(info bad_completions)" = 0 ]
 	else
-		fail "throttle (host did not answer)"
+		touch /tmp/verify-stop
+		wait $vp
+		fail "throttle/stall (host did not answer)"
 	fi
 fi
 

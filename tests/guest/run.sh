@@ -1,10 +1,13 @@
 #!/bin/bash
-# tests/guest/run.sh [--kernel ID] [--ko FILE] [--no-monitor] [--timeout S]
+# tests/guest/run.sh [--kernel ID] [--ko FILE] [--no-monitor] [--no-iommu]
+#                    [--timeout S]
 #
 # The guest module (virtio_scsi_sqcq) against QEMU's own userspace
 # virtio-scsi: boots the test VM (tests/vm/run.sh) with
 #   -device virtio-scsi-pci,num_queues=4 and three scsi-hd disks backed by
-#   sparse files under /tmp: target 0 and 1 plain, target 3 through QEMU's
+#   sparse files under /tmp: target 0 plain, target 1 through a blkdebug
+#   node without rules (the monitor can stall one of its reads: "break"),
+#   target 3 through QEMU's
 #   blkdebug driver, which fails every read of the 4 KiB block at 1 MiB
 #   and every write of the 4 KiB block at 2 MiB with EIO (werror=report,
 #   rerror=report: the guest gets a CHECK CONDITION),
@@ -14,9 +17,17 @@
 # completed there, 0 interrupts), injected I/O errors reaching fio as EIO
 # on interrupt and poll queues with the driver staying usable, LUN
 # hotplug/unplug through the QEMU monitor (event queue), a throttled disk
-# that outlives the SCSI timeout (abort TMFs on the control queue), unbind
-# under I/O and rebind, rmmod under I/O.  --no-monitor skips the
+# with one read stalled in QEMU for 45 s under a 3 s SCSI timeout while
+# fio verifies another disk of the controller (the device owns the command:
+# no abort, no offline disk, the read completes when the stall ends),
+# unbind under I/O and rebind, rmmod under I/O.  --no-monitor skips the
 # monitor-driven parts.
+#
+# Then a second VM (--no-iommu skips it): q35 with QEMU's intel-iommu, the
+# guest kernel with intel_iommu=on, and a virtio-scsi-pci with
+# iommu_platform=on (VIRTIO_F_ACCESS_PLATFORM): tests/guest/iommu.sh checks
+# that the driver either refuses SQ/CQ with one line or sends the doorbell
+# area as a DMA (IOMMU) address, and that I/O verifies.
 #
 # The module comes from out/<abi>/guest/ (tests/matrix.sh ID builds it) or
 # --ko. Prints PASS:/FAIL: lines; exit status 0 when all passed.
@@ -27,12 +38,13 @@ cd "$ROOT"
 # shellcheck source=tests/lib/kernels.sh
 . tests/lib/kernels.sh
 
-id=6.1 ko="" hotplug=1 timeout_s=900
+id=6.1 ko="" hotplug=1 iommu=1 timeout_s=900
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--kernel) id=$2; shift 2 ;;
 	--ko) ko=$2; shift 2 ;;
 	--no-monitor) hotplug=0; shift ;;
+	--no-iommu) iommu=0; shift ;;
 	--timeout) timeout_s=$2; shift 2 ;;
 	*) sed -n '2,/^set -euo/p' "$0" | sed -e '$d' -e 's/^# \{0,1\}//' >&2; exit 2 ;;
 	esac
@@ -63,7 +75,7 @@ cleanup() {
 	rm -rf "$work"
 }
 trap cleanup EXIT
-mkdir -p "$work/results"
+mkdir -p "$work/results" "$work/results-iommu"
 # The VM loads its own copy (seen at $SQCQ_RESULTS there), taken while no
 # tests/matrix.sh runs (it holds out/.matrix.lock and rewrites out/<abi>/ in
 # place; an insmod of a half-written module fails).
@@ -131,6 +143,9 @@ watch_monitor() {
 		del) monitor "device_del hp2" || true ;;
 		throttle) monitor "block_set_io_throttle d1 0 0 0 2 0 0" || true ;;
 		unthrottle) monitor "block_set_io_throttle d1 0 0 0 0 0 0" || true ;;
+		# The next read of d1 that reaches blkdebug waits until resumed.
+		stall) monitor 'qemu-io d1 "break read_aio stall"' || true ;;
+		resume) monitor 'qemu-io d1 "resume stall"' || true ;;
 		esac
 		touch "$work/results/monitor-done"
 	done
@@ -140,10 +155,13 @@ qargs=(
 	--qemu-arg -monitor --qemu-arg "unix:$mon,server=on,wait=off"
 	--qemu-arg -device --qemu-arg virtio-scsi-pci,id=scsi0,num_queues=4
 )
-for d in 0 1 2; do
+for d in 0 2; do
 	qargs+=(--qemu-arg -drive
 		--qemu-arg "file=$work/disk$d.img,format=raw,if=none,id=d$d,cache=writeback")
 done
+# d1: raw over a rule-less blkdebug over the file (for "break").
+: >"$work/empty.conf"
+qargs+=(--qemu-arg -drive --qemu-arg "if=none,id=d1,format=raw,cache=writeback,file.driver=blkdebug,file.config=$work/empty.conf,file.image.driver=file,file.image.filename=$work/disk1.img")
 for d in 0 1; do
 	qargs+=(--qemu-arg -device --qemu-arg "scsi-hd,drive=d$d,bus=scsi0.0,scsi-id=$d,lun=0")
 done
@@ -160,4 +178,20 @@ tests/vm/run.sh --kernel "$id" --smp 2 --mem 1024 --timeout "$timeout_s" \
 	--append " modprobe.blacklist=virtio_scsi" --results "$work/results" \
 	--env "SQCQ_GUEST_MONITOR=$hotplug" --env SQCQ_GUEST_EIO_DISK=3 "${qargs[@]}" \
 	-- tests/guest/inside.sh /run/sqcq/out/virtio_scsi_sqcq.ko || rc=$?
+
+if [ "$iommu" = 1 ]; then
+	cp "$work/results/virtio_scsi_sqcq.ko" "$work/results-iommu/"
+	# The vIOMMU before the devices that translate through it.
+	iargs=(
+		--qemu-arg -machine --qemu-arg q35
+		--qemu-arg -device --qemu-arg intel-iommu,intremap=off
+		--qemu-arg -device --qemu-arg virtio-scsi-pci,id=scsi1,num_queues=2,iommu_platform=on,disable-legacy=on
+		--qemu-arg -drive --qemu-arg "file=$work/disk0.img,format=raw,if=none,id=i0,cache=writeback"
+		--qemu-arg -device --qemu-arg "scsi-hd,drive=i0,bus=scsi1.0,scsi-id=0,lun=0"
+	)
+	tests/vm/run.sh --kernel "$id" --smp 2 --mem 1024 --timeout 600 \
+		--append " modprobe.blacklist=virtio_scsi intel_iommu=on iommu.passthrough=0" \
+		--results "$work/results-iommu" "${iargs[@]}" \
+		-- tests/guest/iommu.sh /run/sqcq/out/virtio_scsi_sqcq.ko || rc=$?
+fi
 exit "$rc"
