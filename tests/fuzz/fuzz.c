@@ -248,6 +248,7 @@ static long long max_inflight = -1, inflight_bound, inflight_excess = INT64_MIN;
 static char max_inflight_why[160];
 static unsigned long probes_ok, probes_sent, used_seen_total, kills, rebuild_fails,
 	evtflood_ok, reset_checks;
+static double evtflood_max;
 
 struct tctx {
 	unsigned int id;
@@ -305,9 +306,9 @@ static void print_counts(void)
 		total += op_count[i];
 	}
 	say("fuzz ops:%s total=%lu\n", line, total);
-	say("# fuzz: %lu used entries seen, probes %lu/%lu answered well, %lu workers killed, %lu rebuilds failed, %lu event floods let go, %lu resets checked, max in flight %lld (bound %lld)\n",
+	say("# fuzz: %lu used entries seen, probes %lu/%lu answered well, %lu workers killed, %lu rebuilds failed, %lu event floods let go (slowest %.1f s), %lu resets checked, max in flight %lld (bound %lld)\n",
 	    used_seen_total, probes_ok, probes_sent, kills, rebuild_fails,
-	    evtflood_ok, reset_checks, max_inflight, inflight_bound);
+	    evtflood_ok, evtflood_max, reset_checks, max_inflight, inflight_bound);
 }
 
 static void dump_stack(pid_t tid)
@@ -1932,6 +1933,8 @@ static void op_evtflood(struct tctx *t)
 		     took);
 	else
 		__atomic_add_fetch(&evtflood_ok, 1, __ATOMIC_RELAXED);
+	if (took > evtflood_max)
+		evtflood_max = took;
 }
 
 static void op_evtmissed(struct tctx *t)
@@ -2241,41 +2244,70 @@ struct storm_arg {
 	volatile int *stop;
 };
 
-/* The control ring full of valid SQ/CQ setups (one area, one queue):
- * the host takes them one after the other while the device is reset.
+/*
+ * The control ring full of valid SQ/CQ setups (one area, one queue), all
+ * the same head: a chain of 1000 empty readable descriptors, the setup
+ * request, the answer buffer.  Each costs the host a long walk, so it is
+ * still taking them one after the other when the device is reset.
  */
 static void storm_fill(struct tctx *t)
 {
 	struct gvq *v = &D.vq[0];
+	struct {
+		struct sqcq_tmf_req tmf;
+		struct sqcq_setup_req setup;
+	} *rq = arena_alloc(t, sizeof(*rq));
+	struct sqcq_setup_in *in = arena_alloc(t, sizeof(*in));
+	unsigned int i, len;
+	uint16_t head;
 	int room, k;
 
+	memset(rq, 0, sizeof(*rq));
+	rq->tmf.subtype = cpu_to_le32(SQCQ_TMF_SUBTYPE_SETUP);
+	rq->tmf.lun[0] = 1;
+	rq->tmf.lun[1] = 1;
+	rq->setup.magic = cpu_to_le32(SQCQ_MAGIC);
+	rq->setup.version = cpu_to_le16(SQCQ_VERSION);
+	rq->setup.nqueues = cpu_to_le16(1);
+	rq->setup.area_gpa = cpu_to_le64(G_MAIN + AREA_OFF);
+	rq->setup.area_len = cpu_to_le32(4096);
+	rq->setup.flags = cpu_to_le32(SQCQ_F_ALL);
 	sqcq_area_init(area(), 1);
 	pthread_mutex_lock(&v->lk);
-	room = v->started ? vq_room(&D, v) : 0;
-	for (k = 0; k < room && k < 200; k++) {
-		struct {
-			struct sqcq_tmf_req tmf;
-			struct sqcq_setup_req setup;
-		} *rq = arena_alloc(t, sizeof(*rq));
-		struct sqcq_setup_in *in = arena_alloc(t, sizeof(*in));
-		struct seg sg[2] = {
-			{ gpa_of(rq), sizeof(*rq), false },
-			{ gpa_of(in), sizeof(*in), true },
-		};
+	if (!v->started || v->num < 4) {
+		pthread_mutex_unlock(&v->lk);
+		return;
+	}
+	if (has_feature(&D, VIRTIO_RING_F_INDIRECT_DESC)) {
+		struct vring_desc *tb = arena_alloc(t, 1002 * 16);
 
-		memset(rq, 0, sizeof(*rq));
-		rq->tmf.subtype = cpu_to_le32(SQCQ_TMF_SUBTYPE_SETUP);
-		rq->tmf.lun[0] = 1;
-		rq->tmf.lun[1] = 1;
-		rq->setup.magic = cpu_to_le32(SQCQ_MAGIC);
-		rq->setup.version = cpu_to_le16(SQCQ_VERSION);
-		rq->setup.nqueues = cpu_to_le16(1);
-		rq->setup.area_gpa = cpu_to_le64(G_MAIN + AREA_OFF);
-		rq->setup.area_len = cpu_to_le32(4096);
-		rq->setup.flags = cpu_to_le32(SQCQ_F_ALL);
-		if (v->num < 2)
-			break;
-		vq_publish(&t->r, 0, v, vq_chain(t, v, sg, 2, false), false);
+		for (i = 0; i < 1000; i++)
+			tb[i] = (struct vring_desc){ gpa_of(rq), 0,
+				VRING_DESC_F_NEXT, (uint16_t)(i + 1) };
+		tb[1000] = (struct vring_desc){ gpa_of(rq), sizeof(*rq),
+			VRING_DESC_F_NEXT, 1001 };
+		tb[1001] = (struct vring_desc){ gpa_of(in), sizeof(*in),
+			VRING_DESC_F_WRITE, 0 };
+		head = vq_desc(v, gpa_of(tb), 1002 * 16, VRING_DESC_F_INDIRECT, 0);
+	} else {
+		len = v->num < 1000 ? v->num : 1000;
+		for (i = 0; i + 2 < len; i++)
+			v->desc[i] = (struct vring_desc){ gpa_of(rq), 0,
+				VRING_DESC_F_NEXT, (uint16_t)(i + 1) };
+		v->desc[i] = (struct vring_desc){ gpa_of(rq), sizeof(*rq),
+			VRING_DESC_F_NEXT, (uint16_t)(i + 1) };
+		v->desc[i + 1] = (struct vring_desc){ gpa_of(in), sizeof(*in),
+			VRING_DESC_F_WRITE, 0 };
+		head = 0;
+		v->next_desc = len;
+	}
+	room = vq_room(&D, v);
+	for (k = 0; k < room; k++)
+		v->avail->ring[(uint16_t)(v->avail_idx + k) % v->num] = head;
+	if (room > 0) {
+		v->avail_idx += room;
+		__atomic_store_n(&v->avail->idx, v->avail_idx, __ATOMIC_RELEASE);
+		__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	}
 	vq_kick(v);
 	pthread_mutex_unlock(&v->lk);
@@ -2311,6 +2343,14 @@ static void op_teardown(struct tctx *t, enum op o)
 	have_dir = D.ready && dbg_dir_of(getpid(), dir, sizeof(dir));
 	if (D.ready && !storm)
 		burst(t);
+	if (storm && have_dir) {
+		/* SQ/CQ setup needs a device with nothing in flight */
+		double end = now_s() + 3;
+
+		op_step(t, "storm: waiting for in-flight requests");
+		while (dbg_value(dir, "targets", "inflight: ") > 0 && now_s() < end)
+			usleep(10000);
+	}
 	if (storm && D.ready) {
 		sa.t = *t;
 		sa.t.r.s ^= 0x5eed;
@@ -2318,9 +2358,35 @@ static void op_teardown(struct tctx *t, enum op o)
 		sa.t.aoff = 0;
 		sa.stop = &stop;
 		started = !pthread_create(&th, NULL, storm_run, &sa);
-		usleep(below(r, 2) ? below(r, 3000) : below(r, 30000));
+		usleep(below(r, 20000));
 	}
-	if (o == OP_CLOSE || (storm && chance(r, 50))) {
+	if (storm && D.ready && chance(r, 33)) {
+		char path[128], buf[512];
+
+		/* CLEAR_ENDPOINT ends SQ/CQ; setups racing it must not
+		 * bring the doorbells back on a device without targets.
+		 */
+		op_step(t, "storm: CLEAR_ENDPOINT");
+		clear_endpoint(D.fd, wwpn);
+		usleep(20000);
+		if (started) {
+			stop = 1;
+			pthread_join(th, NULL);
+		}
+		usleep(200000);	/* what the host had taken, done */
+		snprintf(path, sizeof(path), "%s/queues", dir);
+		if (have_dir && read_text(path, buf, sizeof(buf))) {
+			if (strstr(buf, "mode: sqcq"))
+				fail("doorbells-after-clear-endpoint",
+				     "%s says SQ/CQ after CLEAR_ENDPOINT returned (setup requests raced it)",
+				     dir);
+			else
+				__atomic_add_fetch(&reset_checks, 1, __ATOMIC_RELAXED);
+		}
+		op_step(t, "storm: SET_ENDPOINT again");
+		if (set_endpoint(D.fd, wwpn) && errno != EEXIST)
+			rebuild(t, true);
+	} else if (o == OP_CLOSE || (storm && chance(r, 50))) {
 		op_step(t, storm ? "storm: close with I/O in flight" :
 			"close with I/O in flight");
 		if (D.fd >= 0)
@@ -2667,6 +2733,7 @@ static void *fuzz_thread(void *arg)
 	while (!stop_flag && now_s() < t_end) {
 		enum op o = pick(&t->r);
 		bool writer = o == OP_RESET || o == OP_CLOSE || o == OP_STORM ||
+			      o == OP_EVTFLOOD ||
 			      (o == OP_FORK && chance(&t->r, 30)) ||
 			      o == OP_REBUILD;
 
@@ -2675,6 +2742,8 @@ static void *fuzz_thread(void *arg)
 			op_begin(t, o, NULL);
 			if (o == OP_FORK)
 				op_fork(t, true);
+			else if (o == OP_EVTFLOOD)
+				D.ready ? op_evtflood(t) : (void)0;
 			else
 				op_teardown(t, o);
 			op_end(t);
