@@ -106,6 +106,16 @@
  * (SQCQ_HAVE_VIRTQUEUE_DMA_DEV, nothing to define here).
  */
 
+/* The request behind a command: scsi_cmd_to_rq() from 5.15 (backported). */
+#ifndef SQCQ_HAVE_SCSI_CMD_TO_RQ
+#define scsi_cmd_to_rq(sc)	((sc)->request)
+#endif
+
+/*
+ * Internal commands: scsi_execute_cmd() from 6.5, scsi_execute_req() before
+ * (SQCQ_HAVE_SCSI_EXECUTE_CMD picks the call in the driver).
+ */
+
 /* ---- end of guest section ---- */
 
 #endif /* SQCQ_COMPAT_H */

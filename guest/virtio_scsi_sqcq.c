@@ -44,6 +44,7 @@
 #endif
 #include <scsi/scsi_cmnd.h>
 #include <scsi/scsi_device.h>
+#include <scsi/scsi_devinfo.h>
 #include <scsi/scsi_eh.h>
 #include <scsi/scsi_host.h>
 #include <scsi/scsi_tcq.h>
@@ -125,6 +126,12 @@ MODULE_PARM_DESC(virtscsi_poll_queues, "Alias of poll_queues");
 /* Bounds on what the device's config space may ask for. */
 #define SQCQ_MAX_TARGET		255
 #define SQCQ_MAX_LUN		16383
+/*
+ * The midlayer numbers a flat-space LUN >= 256 that REPORT LUNS returns as
+ * 0x4000 + LUN (scsilun_to_int()); events carry the same two bytes.  Both
+ * then reach the device unchanged through sqcq_encode_lun().
+ */
+#define SQCQ_LUN_FLAT		0x4000
 
 enum sqcq_vq_kind { SQCQ_KIND_CTRL, SQCQ_KIND_EVENT, SQCQ_KIND_IRQ,
 		    SQCQ_KIND_POLL };
@@ -542,7 +549,7 @@ static unsigned int sqcq_host_byte(struct sqcq_dev *dev, u8 response)
 		return DID_TRANSPORT_DISRUPTED;
 	case VIRTIO_SCSI_S_TARGET_FAILURE:
 		return DID_BAD_TARGET;
-	case VIRTIO_SCSI_S_NEXUS_FAILURE:
+	case VIRTIO_SCSI_S_NEXUS_FAILURE:	/* sqcq_cmd_done(): a status */
 	case VIRTIO_SCSI_S_FAILURE:
 		return DID_ERROR;
 	}
@@ -564,7 +571,7 @@ static void sqcq_cmd_done(struct sqcq_dev *dev, struct sqcq_vq *q,
 	struct virtio_scsi_cmd_resp *resp = &cmd->resp;
 	struct virtio_device *vdev = dev->vdev;
 	const unsigned int hdr = offsetof(struct virtio_scsi_cmd_resp, sense);
-	unsigned int sense_len, resid, host;
+	unsigned int sense_len, resid;
 
 	if (len && len < hdr) {
 		sqcq_err_rl(dev, "%s: used length %u shorter than the %u-byte response header; failing the command\n",
@@ -575,8 +582,12 @@ static void sqcq_cmd_done(struct sqcq_dev *dev, struct sqcq_vq *q,
 		return;
 	}
 
-	host = sqcq_host_byte(dev, resp->response);
-	sc->result = (host << 16) | resp->status;
+	/* The I_T nexus is lost: what SAM calls a reservation conflict. */
+	if (resp->response == VIRTIO_SCSI_S_NEXUS_FAILURE)
+		sc->result = SAM_STAT_RESERVATION_CONFLICT;
+	else
+		sc->result = (sqcq_host_byte(dev, resp->response) << 16) |
+			     resp->status;
 
 	resid = virtio32_to_cpu(vdev, resp->resid);
 	scsi_set_resid(sc, min(resid, scsi_bufflen(sc)));
@@ -1028,7 +1039,8 @@ static bool sqcq_event_lun(struct sqcq_dev *dev, const u8 *lun,
 		return false;
 	}
 	*target = lun[1];
-	*l = ((lun[2] << 8) | lun[3]) & 0x3fff;
+	/* As the scan numbers it: LUN < 256 as is, else SQCQ_LUN_FLAT + LUN. */
+	*l = (lun[2] << 8) | lun[3];
 	if (*target >= dev->shost->max_id || *l >= dev->shost->max_lun) {
 		sqcq_err_rl(dev, "event for target %u LUN %llu outside the device's range\n",
 			    *target, *l);
@@ -1048,6 +1060,12 @@ static void sqcq_event_reset(struct sqcq_dev *dev, struct virtio_scsi_event *ev)
 		return;
 	switch (reason) {
 	case VIRTIO_SCSI_EVT_RESET_RESCAN:
+		/* LUN 0 stands for the target: scan all of its LUNs. */
+		if (!lun) {
+			scsi_scan_target(&dev->shost->shost_gendev, 0, target,
+					 SCAN_WILD_CARD, SCSI_SCAN_INITIAL);
+			break;
+		}
 		if (scsi_add_device(dev->shost, 0, target, lun))
 			dev_info(&dev->vdev->dev, "hotplugged %u:%llu could not be added\n",
 				 target, lun);
@@ -1084,6 +1102,48 @@ static void sqcq_event_param(struct sqcq_dev *dev, struct virtio_scsi_event *ev)
 	scsi_device_put(sdev);
 }
 
+/* INQUIRY @sdev into @buf; the SCSI result (> 0 on error) or -errno. */
+static int sqcq_inquiry(struct scsi_device *sdev, u8 *buf, unsigned int len)
+{
+	u8 cdb[6] = { INQUIRY, 0, 0, 0, len, 0 };
+#ifdef SQCQ_HAVE_SCSI_EXECUTE_CMD
+	return scsi_execute_cmd(sdev, cdb, REQ_OP_DRV_IN, buf, len,
+				30 * HZ, 3, NULL);
+#else
+	return scsi_execute_req(sdev, cdb, DMA_FROM_DEVICE, buf, len, NULL,
+				30 * HZ, 3, NULL);
+#endif
+}
+
+/*
+ * Events were missed: a LUN may have gone without its REMOVED event.  Ask
+ * each one; the device answers a LUN that is gone with a peripheral
+ * qualifier (not attached) or, once the target has no LUN left, with
+ * BAD_TARGET.  Remove those.
+ */
+static void sqcq_remove_unplugged(struct sqcq_dev *dev)
+{
+	struct scsi_device *sdev;
+	unsigned int len;
+	u8 *buf;
+	int ret;
+
+	buf = kmalloc(255, GFP_KERNEL);
+	if (!buf)
+		return;
+	shost_for_each_device(sdev, dev->shost) {
+		len = sdev->inquiry_len ?: 36;
+		memset(buf, 0, len);
+		ret = sqcq_inquiry(sdev, buf, len);
+		if ((!ret && buf[0] >> 5) ||
+		    (ret > 0 && host_byte(ret) == DID_BAD_TARGET)) {
+			sdev_printk(KERN_INFO, sdev, "gone while events were missed; removing\n");
+			scsi_remove_device(sdev);
+		}
+	}
+	kfree(buf);
+}
+
 static void sqcq_event_work(struct work_struct *work)
 {
 	struct sqcq_event *e = container_of(work, struct sqcq_event, work);
@@ -1092,6 +1152,7 @@ static void sqcq_event_work(struct work_struct *work)
 
 	if (event & VIRTIO_SCSI_T_EVENTS_MISSED) {
 		dev_info(&dev->vdev->dev, "events were missed; rescanning\n");
+		sqcq_remove_unplugged(dev);
 		scsi_scan_host(dev->shost);
 		event &= ~VIRTIO_SCSI_T_EVENTS_MISSED;
 	}
@@ -1964,6 +2025,23 @@ static void sqcq_debugfs_add(struct sqcq_dev *dev)
 /* Probe, remove, PM                                                   */
 /* ------------------------------------------------------------------ */
 
+/* Never deeper than the device's cmd_per_lun. */
+static int sqcq_change_queue_depth(struct scsi_device *sdev, int depth)
+{
+	return scsi_change_queue_depth(sdev,
+				       min_t(int, depth, sdev->host->cmd_per_lun));
+}
+
+/*
+ * Read the VPD pages even of a device that claims SPC-2: that is where a
+ * hypervisor reports the backing store's limits (block limits, unmap).
+ */
+static int sqcq_sdev_init(struct scsi_device *sdev)
+{
+	sdev->sdev_bflags = BLIST_TRY_VPD_PAGES;
+	return 0;
+}
+
 static struct scsi_host_template sqcq_sht = {
 	.module			= THIS_MODULE,
 	.name			= "Virtio SCSI HBA (sqcq)",
@@ -1976,7 +2054,12 @@ static struct scsi_host_template sqcq_sht = {
 	.mq_poll		= sqcq_mq_poll,
 #endif
 	.map_queues		= sqcq_map_queues,
-	.change_queue_depth	= scsi_change_queue_depth,
+	.change_queue_depth	= sqcq_change_queue_depth,
+#ifdef SQCQ_HAVE_SDEV_CONFIGURE
+	.sdev_init		= sqcq_sdev_init,
+#else
+	.slave_alloc		= sqcq_sdev_init,
+#endif
 	.eh_timed_out		= sqcq_eh_timed_out,
 	.eh_abort_handler	= sqcq_eh_abort,
 	.eh_device_reset_handler = sqcq_eh_device_reset,
@@ -2070,7 +2153,7 @@ static void sqcq_apply_config(struct sqcq_dev *dev)
 	shost->cmd_per_lun = clamp_t(u32, cmd_per_lun, 1, ring);
 	shost->max_channel = 0;
 	shost->max_id = min_t(u32, max_target, SQCQ_MAX_TARGET) + 1;
-	shost->max_lun = min_t(u32, max_lun, SQCQ_MAX_LUN) + 1;
+	shost->max_lun = min_t(u32, max_lun, SQCQ_MAX_LUN) + 1 + SQCQ_LUN_FLAT;
 	shost->max_cmd_len = VIRTIO_SCSI_CDB_SIZE;
 	shost->max_segment_size = min_t(size_t, virtio_max_dma_size(vdev),
 					UINT_MAX);
@@ -2082,7 +2165,9 @@ static void sqcq_apply_config(struct sqcq_dev *dev)
 		dev_warn(&vdev->dev, "event_info_size %u is smaller than an event (%zu); events may be cut short\n",
 			 event_size, sizeof(struct virtio_scsi_event));
 
-	if (virtio_has_feature(vdev, VIRTIO_SCSI_F_T10_PI)) {
+	/* Offered only with CONFIG_BLK_DEV_INTEGRITY (sqcq_features). */
+	if (IS_ENABLED(CONFIG_BLK_DEV_INTEGRITY) &&
+	    virtio_has_feature(vdev, VIRTIO_SCSI_F_T10_PI)) {
 		dev->pi = true;
 		scsi_host_set_prot(shost, SHOST_DIF_TYPE1_PROTECTION |
 				   SHOST_DIF_TYPE2_PROTECTION |
@@ -2212,7 +2297,9 @@ static const struct virtio_device_id sqcq_id_table[] = {
 static unsigned int sqcq_features[] = {
 	VIRTIO_SCSI_F_HOTPLUG,
 	VIRTIO_SCSI_F_CHANGE,
+#ifdef CONFIG_BLK_DEV_INTEGRITY
 	VIRTIO_SCSI_F_T10_PI,
+#endif
 };
 
 static struct virtio_driver sqcq_driver = {

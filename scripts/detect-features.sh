@@ -74,6 +74,8 @@ exists SQCQ_HAVE_BLK_MQ_VIRTIO_H linux/blk-mq-virtio.h
 has SQCQ_HAVE_BLK_MQ_MAP_HW_QUEUES linux/blk-mq.h 'blk_mq_map_hw_queues\('
 has SQCQ_HAVE_VIRTQUEUE_INFO linux/virtio_config.h 'struct virtqueue_info \{'
 has SQCQ_HAVE_VIRTIO_RESET_DEVICE linux/virtio.h 'virtio_reset_device\('
+has SQCQ_HAVE_SCSI_CMD_TO_RQ scsi/scsi_cmnd.h 'scsi_cmd_to_rq\(struct scsi_cmnd'
+has SQCQ_HAVE_SCSI_EXECUTE_CMD scsi/scsi_device.h 'int scsi_execute_cmd\('
 has SQCQ_HAVE_VIRTQUEUE_DMA_DEV linux/virtio.h \
 	'struct device \*virtqueue_dma_dev\(struct virtqueue'
 has SQCQ_HAVE_RESCAN_DEVICE_SDEV scsi/scsi_host.h \

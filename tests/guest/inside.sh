@@ -113,6 +113,13 @@ log "disks: $DISK_A $DISK_B"
 both_ready() { disk_ready "$DISK_A" && disk_ready "$DISK_B"; }
 check "disk-nodes" both_ready
 check "io_poll-enabled" [ "$(cat /sys/block/${DISK_A#/dev/}/queue/io_poll 2>/dev/null)" = 1 ]
+# Upstream parity: a queue depth above the device's cmd_per_lun is capped.
+qd_file=/sys/block/${DISK_A#/dev/}/device/queue_depth
+cpl=$(info cmd_per_lun)
+qd_old=$(cat "$qd_file")
+echo $((cpl + 8)) >"$qd_file" 2>/dev/null
+check "queue-depth-capped-at-cmd_per_lun ($(cat "$qd_file") <= $cpl)" [ "$(cat "$qd_file")" -le "$cpl" ]
+echo "$qd_old" >"$qd_file"
 # QEMU's own virtio-scsi does not know the SQ/CQ setup request (sqcq=1 is
 # the default): the device stays classic, with the one line saying why.
 check "sqcq-fallback-classic (QEMU virtio-scsi: mode $(info mode))" [ "$(info mode)" = classic ]
@@ -236,6 +243,21 @@ if [ -n "${SQCQ_RESULTS:-}" ] && [ "${SQCQ_GUEST_MONITOR:-0}" = 1 ]; then
 		check "hotplug-add-lun (event queue)" wait_for 30 has_disks $((NDISKS + 1))
 		monitor_req del
 		check "hotplug-remove-lun (event queue)" wait_for 30 disks_eq $NDISKS
+		# LUN 300: flat space, numbered 0x4000 + 300 = 16684 as the
+		# midlayer's REPORT LUNS scan numbers it, at hotplug and at a
+		# rescan alike (no second device for the same LUN).
+		h=$(our_host)
+		lun_dev() { test -e "/sys/class/scsi_host/host$h/device/target$h:0:2/$h:0:2:$1"; }
+		if monitor_req addhi; then
+			check "hotplug-lun-300-as-16684" wait_for 30 lun_dev 16684
+			echo "- - -" >/sys/class/scsi_host/host$h/scan
+			check "rescan-lun-300-no-duplicate" bash -c \
+				"[ \$(ls -d /sys/class/scsi_host/host$h/device/target$h:0:2/$h:0:2:* 2>/dev/null | wc -l) = 1 ]"
+			monitor_req delhi
+			check "hotplug-remove-lun-300" wait_for 30 bash -c "! test -e /sys/class/scsi_host/host$h/device/target$h:0:2/$h:0:2:16684"
+		else
+			fail "hotplug LUN 300 (host did not answer)"
+		fi
 	else
 		fail "hotplug (host did not answer)"
 	fi

@@ -141,6 +141,8 @@ watch_monitor() {
 		case $req in
 		add) monitor "device_add scsi-hd,drive=d2,bus=scsi0.0,scsi-id=2,lun=0,id=hp2" || true ;;
 		del) monitor "device_del hp2" || true ;;
+		addhi) monitor "device_add scsi-hd,drive=d2,bus=scsi0.0,scsi-id=2,lun=300,id=hp3" || true ;;
+		delhi) monitor "device_del hp3" || true ;;
 		throttle) monitor "block_set_io_throttle d1 0 0 0 2 0 0" || true ;;
 		unthrottle) monitor "block_set_io_throttle d1 0 0 0 0 0 0" || true ;;
 		# The next read of d1 that reaches blkdebug waits until resumed.
