@@ -21,7 +21,7 @@
 # /proc/interrupts; kicks: our debugfs counters, the in-tree driver has
 # none; I/Os: the disk's read count in /sys/block/*/stat, same window).
 # TCG on a small machine: only ratios and counts mean anything, and a
-# benchmark never asserts a timing (DESIGN §7).
+# benchmark never asserts a timing.
 #
 # The module comes from out/<abi>/guest/ (tests/matrix.sh ID builds it) or
 # --ko.  Takes about 4 x 4 x (runtime + 7) s plus a minute.

@@ -8,7 +8,7 @@
  * it builds in the kernel (vhost_scsi_sqcq, virtio_scsi_sqcq) and in
  * userspace C (tests, the L1 client) without any other project header.
  *
- * See DESIGN.md section 4 for the protocol rules this file encodes.
+ * docs/protocol.md is the normative text of the protocol this file encodes.
  */
 #ifndef SQCQ_UAPI_H
 #define SQCQ_UAPI_H
@@ -186,7 +186,7 @@ static inline __u32 sqcq_cq_offset(__u32 i)
  * Device-writable part:
  *   struct sqcq_setup_in    (TMF response byte, padding, setup response),
  *   which is at least SQCQ_VIRTIO_SCSI_CMD_RESP_SIZE bytes and must be the
- *   first device-writable descriptor (see DESIGN 4.2: stock hosts may write a
+ *   first device-writable descriptor (docs/protocol.md section 3: stock hosts may write a
  *   whole virtio_scsi_cmd_resp there).
  */
 struct sqcq_tmf_req {
@@ -200,7 +200,9 @@ struct sqcq_setup_req {
 	__le32 magic;		/* SQCQ_MAGIC */
 	__le16 version;		/* SQCQ_VERSION */
 	__le16 nqueues;		/* request queues the area describes */
-	__le64 area_gpa;	/* guest-physical address, SQCQ_AREA_ALIGN aligned */
+	__le64 area_gpa;	/* device address (guest-physical without
+				 * ACCESS_PLATFORM), SQCQ_AREA_ALIGN aligned
+				 */
 	__le32 area_len;	/* bytes, >= sqcq_area_bytes(nqueues) */
 	__le32 flags;		/* SQCQ_F_* wanted, at least one */
 	__le32 poll_idle_us;	/* the guest's setting, for the host's log */
@@ -311,7 +313,7 @@ static inline bool sqcq_idx_advance_ok(__u16 new_idx, __u16 old_idx,
 }
 
 /* ------------------------------------------------------------------ */
-/* The NEED_WAKEUP handshake (DESIGN 4.3)                              */
+/* The NEED_WAKEUP handshake (docs/protocol.md section 4)             */
 /*                                                                     */
 /* Producer: publish index, full barrier, read peer flag, notify if set. */
 /* Consumer: set flag, full barrier, re-read index; if it moved, clear  */
@@ -381,7 +383,7 @@ static inline void sqcq_clear_need_wakeup(__le16 *own_flags, __u16 need)
 }
 
 /*
- * Graceful degradation (DESIGN 4.2): a side that stops polling sets its
+ * Graceful degradation (docs/protocol.md section 5): a side that stops polling sets its
  * NEED_WAKEUP bit for good (plus STOPPED for observability) so the peer
  * notifies on every publish.  Full barrier so that a later check of the
  * index by the stopping side (draining) cannot pass the flag store.

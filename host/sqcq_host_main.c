@@ -2,7 +2,7 @@
 /*
  * vhost_scsi_sqcq: a self-contained vhost-scsi backend for the in-kernel
  * SCSI target (LIO) that can replace kicks and interrupts with SQ/CQ
- * doorbell polling (see DESIGN.md).
+ * doorbell polling (docs/protocol.md).
  *
  * This file: the misc device /dev/vhost-scsi-sqcq (or /dev/vhost-scsi with
  * takeover=1), the module parameters, debugfs, the vhost-scsi ioctls and
@@ -10,8 +10,9 @@
  * part (ownership, memory table, rings, eventfds, worker); host/sqcq_tcm.c
  * the TCM fabric and the SCSI data path.
  *
- * SQ/CQ setup and teardown requests on the control queue are answered
- * FUNCTION_REJECTED for now: guests stay classic.
+ * SQ/CQ setup and teardown requests arrive on the control queue and are
+ * answered here (sqcq_ctrl_sqcq()); host/vhost_sqcq.c maps and polls the
+ * doorbell area.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -88,7 +89,7 @@ static unsigned int sqcq_running_req_vqs(struct sqcq_vdev *vdev)
 }
 
 /*
- * SQ/CQ setup or teardown (DESIGN 4.2), in the worker with poll_lock and
+ * SQ/CQ setup or teardown (docs/protocol.md section 3), in the worker with poll_lock and
  * the control vq->mutex held.  Fills @in and returns the bytes to write.
  */
 static unsigned int sqcq_ctrl_sqcq(struct sqcq_vq *vq, struct sqcq_req *req,

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * vhost_scsi_sqcq: the module's own vhost core (see vhost_core.h for the
- * threading and locking model).
+ * vhost_scsi_sqcq: the module's own vhost core (see common/sqcq_vhost.h for
+ * the threading and locking model).
  *
  * Everything the guest or the VMM hands us is treated as hostile: ring
  * indices, descriptor chains, lengths, addresses and ioctl arguments are
@@ -377,7 +377,7 @@ static bool sqcq_worker_poll(struct sqcq_vdev *dev, bool work)
 	if (now - dev->poll_last_work_ns <
 	    (u64)dev->ops->poll_idle_us() * NSEC_PER_USEC)
 		return false;
-	/* Idle long enough: the handshake of DESIGN 4.3, then sleep. */
+	/* Idle long enough: the handshake of docs/protocol.md section 4, then sleep. */
 	if (!sqcq_doorbells_prepare_sleep(dev)) {
 		dev->poll_last_work_ns = now;
 		return false;

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * vhost_scsi_sqcq: SQ/CQ doorbells on the host side (DESIGN 4).
+ * vhost_scsi_sqcq: SQ/CQ doorbells on the host side (docs/protocol.md).
  *
  * The guest's doorbell area is pinned and mapped into the kernel once, at
  * setup, so the poll loop reads and writes it with plain loads and stores
@@ -231,8 +231,8 @@ bool sqcq_doorbells_prepare_sleep(struct sqcq_vdev *dev)
 		struct sqcq_vq *vq = &dev->vqs[db->first_vq + i];
 
 		/*
-		 * Set NEED_WAKEUP, full barrier, re-read the index (DESIGN
-		 * 4.3); pairs with sqcq_publish() in the guest's submit path.
+		 * Set NEED_WAKEUP, full barrier, re-read the index
+		 * (docs/protocol.md section 4); pairs with sqcq_publish() in the guest's submit path.
 		 * The caller is armed: TASK_INTERRUPTIBLE, woken by kicks.
 		 */
 		if (sqcq_prepare_sleep(&vq->sq->flags, VRING_SQ_F_NEED_WAKEUP,
@@ -263,7 +263,8 @@ bool sqcq_doorbells_publish_cq(struct sqcq_vq *vq)
 	lockdep_assert_held(&vq->mutex);
 	/*
 	 * The used ring (entries and used->idx) is written; publish the CQ
-	 * index, full barrier, read the guest poller's flag (DESIGN 4.3).
+	 * index, full barrier, read the guest poller's flag (docs/protocol.md
+	 * section 4).
 	 * Pairs with sqcq_prepare_sleep() in the guest poller.
 	 */
 	return sqcq_publish(&vq->cq->idx, vq->last_used_idx, &vq->cq->flags,

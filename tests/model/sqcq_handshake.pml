@@ -1,7 +1,7 @@
 /*
  * SPDX-License-Identifier: GPL-2.0
  *
- * Promela model of the virtio-sqcq NEED_WAKEUP handshake (DESIGN 4.3), both
+ * Promela model of the virtio-sqcq NEED_WAKEUP handshake (docs/protocol.md section 4), both
  * directions at once, on x86-TSO memory with explicit store buffers.
  *
  * Threads (each on its own CPU, each CPU with a FIFO store buffer):

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * Two-thread stress test of the NEED_WAKEUP handshake (DESIGN 4.3), using
+ * Two-thread stress test of the NEED_WAKEUP handshake (docs/protocol.md section 4), using
  * the very helpers of common/sqcq_uapi.h on a real doorbell area laid out by
  * sqcq_area_init().
  *
@@ -30,7 +30,7 @@
  *
  * At the end the consumer stops polling for good (sqcq_stop_polling()) and
  * the producer publishes more items, every one of which must notify
- * (graceful degradation, DESIGN 4.2).
+ * (graceful degradation, docs/protocol.md section 5).
  *
  * Usage: test_stress sq|cq [items [tag]]
  *   sq: guest producer, host poller (vring_sq.idx, VRING_SQ_F_NEED_WAKEUP)

@@ -110,7 +110,7 @@ TEST(layout_structs)
 	CHECK_EQ(offsetof(struct sqcq_setup_in, response), 0);
 	CHECK_EQ(offsetof(struct sqcq_setup_in, resp), 8);
 	CHECK_EQ(sizeof(struct sqcq_setup_in), 128);
-	/* DESIGN 4.2: the first device-writable buffer must hold a whole
+	/* docs/protocol.md section 3: the first device-writable buffer must hold a whole
 	 * virtio_scsi_cmd_resp a stock host may write there.
 	 */
 	CHECK(sizeof(struct sqcq_setup_in) >= SQCQ_VIRTIO_SCSI_CMD_RESP_SIZE);
