@@ -20,7 +20,9 @@
 # with the same --seed, --seconds and --kernel (tests/fuzz/README.md).
 #
 # The module comes from out/<abi>/host/ (tests/matrix.sh ID builds it) or
-# --ko.  --timeout: the whole VM's limit (default: N + 600 s).
+# --ko.  --timeout: the whole VM's limit (default: N + 600 s; debug:
+# 3 N + 900 s).  --hang: seconds one fuzzer operation may take before it
+# counts as a hang (default 90; debug: 240).
 # Prints PASS:/FAIL: lines; exit status 0 when all passed.
 set -euo pipefail
 
@@ -29,7 +31,7 @@ cd "$ROOT"
 # shellcheck source=tests/lib/kernels.sh
 . tests/lib/kernels.sh
 
-id=6.1 ko="" seed="" seconds=120 timeout_s="" threads=4 hang=90
+id=6.1 ko="" seed="" seconds=120 timeout_s="" threads=4 hang=""
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--kernel) id=$2; shift 2 ;;
@@ -45,9 +47,19 @@ done
 if [ -z "$seed" ]; then
 	seed=$(( ($(date +%s%N) / 1000 + $$) % 1000000000 ))
 fi
-for v in "$seed" "$seconds" "$threads" "$hang"; do
+for v in "$seed" "$seconds" "$threads" ${hang:+"$hang"}; do
 	[[ "$v" =~ ^[0-9]+$ ]] || { echo "FAIL: fuzz options (not a number: '$v'; seed $seed)"; exit 2; }
 done
+vmargs=()
+if [ "$id" = debug ]; then
+	# The sanitizer kernel: its ELF vmlinux does not start under QEMU's
+	# PVH loader (seen with the first build), the compressed image does;
+	# KASAN and lockdep under TCG make every step several times slower.
+	vmargs+=(--bzimage)
+	hang=${hang:-240}
+	timeout_s=${timeout_s:-$((seconds * 3 + 900))}
+fi
+hang=${hang:-90}
 [ -n "$timeout_s" ] || timeout_s=$((seconds + 600))
 replay="tests/fuzz/run.sh --kernel $id --seed $seed --seconds $seconds"
 echo "fuzz seed: $seed (replay: $replay)"
@@ -73,7 +85,7 @@ fi
 
 # The rig's own FAIL lines (kernel log, timeout, boot) get the seed too.
 set +e
-tests/vm/run.sh --kernel "$id" --smp 2 --mem 1536 --timeout "$timeout_s" \
+tests/vm/run.sh --kernel "$id" "${vmargs[@]}" --smp 2 --mem 1536 --timeout "$timeout_s" \
 	-- tests/fuzz/inside.sh "$ko" "$ROOT/out/tools/fuzz" "$seed" "$seconds" \
 	"$id" "$threads" "$hang" 2>&1 |
 	sed -u -e "/^FAIL: /{/seed [0-9]/!s|\$| [fuzz seed $seed; replay: $replay]|}"
