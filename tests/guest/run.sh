@@ -85,7 +85,7 @@ if [ -e out/.matrix.lock ]; then
 fi
 cp "$ko" "$work/results/virtio_scsi_sqcq.ko"
 exec 7<&-
-for d in 0 1 2 3; do
+for d in 0 1 2 3 4; do
 	truncate -s 1G "$work/disk$d.img"
 done
 # Disk 3's bad blocks (blkdebug sectors are 512 B; a rule fails any request
@@ -141,7 +141,7 @@ watch_monitor() {
 		case $req in
 		add) monitor "device_add scsi-hd,drive=d2,bus=scsi0.0,scsi-id=2,lun=0,id=hp2" || true ;;
 		del) monitor "device_del hp2" || true ;;
-		addhi) monitor "device_add scsi-hd,drive=d2,bus=scsi0.0,scsi-id=2,lun=300,id=hp3" || true ;;
+		addhi) monitor "device_add scsi-hd,drive=d4,bus=scsi0.0,scsi-id=2,lun=300,id=hp3" || true ;;
 		delhi) monitor "device_del hp3" || true ;;
 		throttle) monitor "block_set_io_throttle d1 0 0 0 2 0 0" || true ;;
 		unthrottle) monitor "block_set_io_throttle d1 0 0 0 0 0 0" || true ;;
@@ -157,7 +157,8 @@ qargs=(
 	--qemu-arg -monitor --qemu-arg "unix:$mon,server=on,wait=off"
 	--qemu-arg -device --qemu-arg virtio-scsi-pci,id=scsi0,num_queues=4
 )
-for d in 0 2; do
+# d2 and d4: for hotplug (a device_del takes its drive along).
+for d in 0 2 4; do
 	qargs+=(--qemu-arg -drive
 		--qemu-arg "file=$work/disk$d.img,format=raw,if=none,id=d$d,cache=writeback")
 done
