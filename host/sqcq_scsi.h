@@ -5,9 +5,13 @@
  *
  * Locking, outermost first:
  *   sqcq_vdev.mutex   ioctls (vhost core, see sqcq_vhost.h)
- *   sqcq_tcm_mutex    the fabric's TPG list, every TPG's nexus, port count
- *                     and bound device, and every device's endpoint
- *                     (configfs callbacks and SET/CLEAR_ENDPOINT)
+ *   sqcq_tcm_mutex    the fabric's TPG list, every TPG's nexus and bound
+ *                     device, and every device's endpoint (configfs
+ *                     callbacks and SET/CLEAR_ENDPOINT); target_depend_item()
+ *                     (configfs directory locks) is called under it
+ *   sqcq_tpg.port_lock  a TPG's LUN count and, for LUN link/unlink (which
+ *                     run under configfs directory locks and so must not
+ *                     take sqcq_tcm_mutex), its bound device
  *   sqcq_vq.mutex     one ring (the worker holds it while serving)
  *   sqcq_scsi.ep_rwsem  the device's target table: read by the worker while
  *                     it submits a batch, written when an endpoint is set

@@ -80,6 +80,13 @@ struct sqcq_tpg {
 	/* The rest: sqcq_tcm_mutex. */
 	struct sqcq_nexus *nexus;
 	char nexus_name[SQCQ_WWPN_MAX + 1];
+	/*
+	 * LUN link and unlink run with configfs' directory locks held, and
+	 * binding takes those (target_depend_item()) under sqcq_tcm_mutex:
+	 * so link/unlink take only port_lock, which guards port_count and
+	 * is held (inside sqcq_tcm_mutex) whenever vs changes.
+	 */
+	struct mutex port_lock;
 	unsigned int port_count;	/* linked LUNs */
 	struct sqcq_scsi *vs;		/* bound device, NULL: none */
 };
@@ -114,6 +121,8 @@ struct sqcq_cmd {
 };
 
 static DEFINE_MUTEX(sqcq_tcm_mutex);
+/* A TPG claimed by a SET_ENDPOINT that then failed is free again. */
+static DECLARE_WAIT_QUEUE_HEAD(sqcq_unclaim_wq);
 static LIST_HEAD(sqcq_tpg_list);
 static struct target_core_fabric_ops sqcq_tcm_ops;
 
@@ -865,13 +874,13 @@ static void sqcq_scsi_flush_events(struct sqcq_scsi *s)
 		kfree(e);
 }
 
-/* Tell @s that a LUN of @tpg came or went.  sqcq_tcm_mutex held. */
+/* Tell @s that a LUN of @tpg came or went.  tpg->port_lock held. */
 static void sqcq_scsi_lun_event(struct sqcq_scsi *s, struct sqcq_tpg *tpg,
 				u64 unpacked, u32 reason)
 {
 	struct sqcq_evt *e;
 
-	lockdep_assert_held(&sqcq_tcm_mutex);
+	lockdep_assert_held(&tpg->port_lock);
 	if (!sqcq_vdev_has_feature(&s->vdev, VIRTIO_SCSI_F_HOTPLUG))
 		return;
 	e = kzalloc(sizeof(*e), GFP_KERNEL_ACCOUNT);
@@ -973,6 +982,16 @@ void sqcq_scsi_handle_evt(struct sqcq_vq *vq)
 /* Endpoints                                                           */
 /* ------------------------------------------------------------------ */
 
+/* Bind @tpg to @s (NULL: unbind); sqcq_tcm_mutex held. */
+static void sqcq_tpg_set_vs(struct sqcq_tpg *tpg, struct sqcq_scsi *s)
+{
+	lockdep_assert_held(&sqcq_tcm_mutex);
+	/* Link/unlink see the device only while it can take events. */
+	mutex_lock(&tpg->port_lock);
+	WRITE_ONCE(tpg->vs, s);	/* read locklessly by sqcq_tcm_drop_tpg() */
+	mutex_unlock(&tpg->port_lock);
+}
+
 /*
  * Unbinding, step 1 (sqcq_tcm_mutex held): new requests find no target.
  * The TPGs stay bound to @s (tpg->vs) until step 2, so neither another
@@ -1009,7 +1028,7 @@ static void sqcq_endpoint_release(struct sqcq_scsi *s)
 	list_for_each_entry(tpg, &sqcq_tpg_list, node) {
 		if (tpg->vs != s)
 			continue;
-		tpg->vs = NULL;
+		sqcq_tpg_set_vs(tpg, NULL);
 		target_undepend_item(&tpg->se_tpg.tpg_group.cg_item);
 	}
 	mutex_unlock(&sqcq_tcm_mutex);
@@ -1020,71 +1039,104 @@ static bool sqcq_tpg_matches(struct sqcq_tpg *tpg, const char *wwpn)
 	return tpg->nexus && !strcmp(tpg->tport->name, wwpn);
 }
 
-int sqcq_set_endpoint(struct sqcq_scsi *s, const struct vhost_scsi_target *t)
+/*
+ * Claim the TPGs of @wwpn for @s (tpg->vs), at most SQCQ_MAX_TARGETS, into
+ * @claimed; sqcq_tcm_mutex held.  Returns how many, or a negative errno
+ * when one is in use or there is none.
+ */
+static int sqcq_tpgs_claim(struct sqcq_scsi *s, const char *wwpn,
+			   struct sqcq_tpg **claimed)
 {
 	struct sqcq_tpg *tpg;
-	unsigned int n = 0;
-	int ret = 0;
+	int n = 0, i;
 
-	mutex_lock(&sqcq_tcm_mutex);
-	if (s->ep_set) {
-		ret = -EEXIST;
-		goto out;
-	}
+	lockdep_assert_held(&sqcq_tcm_mutex);
 	list_for_each_entry(tpg, &sqcq_tpg_list, node) {
-		if (!sqcq_tpg_matches(tpg, t->vhost_wwpn))
+		if (!sqcq_tpg_matches(tpg, wwpn))
 			continue;
 		if (tpg->vs) {
 			pr_warn_ratelimited("dev%d: %s tpgt_%u is in use by dev%d\n",
 					    s->id, tpg->tport->name, tpg->tpgt,
 					    tpg->vs->id);
-			ret = -EBUSY;
-			goto out;
+			return -EBUSY;
 		}
-		n++;
+		/* Tags are unique under a port: at most one per target. */
+		if (n == SQCQ_MAX_TARGETS)
+			return -E2BIG;
+		claimed[n++] = tpg;
 	}
 	if (!n) {
 		pr_warn_ratelimited("dev%d: no target port \"%s\" with an I_T nexus\n",
-				    s->id, t->vhost_wwpn);
-		ret = -ENODEV;
-		goto out;
+				    s->id, wwpn);
+		return -ENODEV;
 	}
-	list_for_each_entry(tpg, &sqcq_tpg_list, node) {
-		if (!sqcq_tpg_matches(tpg, t->vhost_wwpn))
-			continue;
-		/* Keeps the TPG directory (and so the TPG) while bound. */
-		ret = target_depend_item(&tpg->se_tpg.tpg_group.cg_item);
-		if (ret)
-			break;
-		tpg->vs = s;
+	for (i = 0; i < n; i++)
+		sqcq_tpg_set_vs(claimed[i], s);
+	return n;
+}
+
+/*
+ * Binding takes a configfs dependency on each TPG, so that its directory
+ * (and the TPG) cannot go while bound.  target_depend_item() takes
+ * configfs directory locks, under which configfs calls make_tpg,
+ * drop_tpg and LUN link/unlink; so it runs without sqcq_tcm_mutex, on
+ * TPGs claimed for @s beforehand (no other device, nexus drop or
+ * sqcq_tcm_drop_tpg() touches a claimed TPG).
+ */
+int sqcq_set_endpoint(struct sqcq_scsi *s, const struct vhost_scsi_target *t)
+{
+	struct sqcq_tpg **claimed;
+	int n, i, depended = 0, ret = 0;
+
+	lockdep_assert_held(&s->vdev.mutex);
+	claimed = kcalloc(SQCQ_MAX_TARGETS, sizeof(*claimed), GFP_KERNEL);
+	if (!claimed)
+		return -ENOMEM;
+	mutex_lock(&sqcq_tcm_mutex);
+	n = s->ep_set ? -EEXIST : sqcq_tpgs_claim(s, t->vhost_wwpn, claimed);
+	mutex_unlock(&sqcq_tcm_mutex);
+	if (n < 0) {
+		kfree(claimed);
+		return n;
 	}
+
+	for (i = 0; i < n && !ret; i++) {
+		ret = target_depend_item(&claimed[i]->se_tpg.tpg_group.cg_item);
+		if (!ret)
+			depended++;
+	}
+
+	mutex_lock(&sqcq_tcm_mutex);
 	down_write(&s->ep_rwsem);
-	list_for_each_entry(tpg, &sqcq_tpg_list, node) {
-		if (tpg->vs != s)
+	for (i = 0; i < n; i++) {
+		if (!ret) {
+			s->tpgs[claimed[i]->tpgt] = claimed[i];
 			continue;
-		if (ret) {
-			tpg->vs = NULL;
-			target_undepend_item(&tpg->se_tpg.tpg_group.cg_item);
-		} else {
-			s->tpgs[tpg->tpgt] = tpg;
 		}
+		/* A TPG went meanwhile (rmdir won): give every claim back. */
+		if (i < depended)
+			target_undepend_item(&claimed[i]->se_tpg.tpg_group.cg_item);
+		sqcq_tpg_set_vs(claimed[i], NULL);
 	}
 	if (!ret) {
 		s->ep_set = true;
 		strscpy(s->ep_wwpn, t->vhost_wwpn, sizeof(s->ep_wwpn));
 	}
 	up_write(&s->ep_rwsem);
-	if (ret)
-		goto out;
-	sqcq_lifecycle_log(KERN_INFO, "dev%d: endpoint %s bound (%u target%s)\n",
+	mutex_unlock(&sqcq_tcm_mutex);
+	kfree(claimed);
+	if (ret) {
+		/* Pairs with the wait in sqcq_tcm_drop_tpg(). */
+		wake_up_all(&sqcq_unclaim_wq);
+		return ret;
+	}
+	sqcq_lifecycle_log(KERN_INFO, "dev%d: endpoint %s bound (%d target%s)\n",
 			   s->id, s->ep_wwpn, n, n == 1 ? "" : "s");
 	/* Requests may have waited for the targets. */
-	for (n = SQCQ_FIRST_REQ_VQ; n < s->vdev.nvqs; n++)
-		if (READ_ONCE(s->vdev.vqs[n].running))
-			sqcq_vq_queue_work(&s->vdev.vqs[n]);
-out:
-	mutex_unlock(&sqcq_tcm_mutex);
-	return ret;
+	for (i = SQCQ_FIRST_REQ_VQ; i < s->vdev.nvqs; i++)
+		if (READ_ONCE(s->vdev.vqs[i].running))
+			sqcq_vq_queue_work(&s->vdev.vqs[i]);
+	return 0;
 }
 
 int sqcq_clear_endpoint(struct sqcq_scsi *s, const struct vhost_scsi_target *t)
@@ -1231,13 +1283,17 @@ static int sqcq_make_nexus(struct sqcq_tpg *tpg, const char *name)
 static int sqcq_drop_nexus(struct sqcq_tpg *tpg)
 {
 	struct sqcq_nexus *nexus = tpg->nexus;
+	unsigned int ports;
 
 	lockdep_assert_held(&sqcq_tcm_mutex);
 	if (!nexus)
 		return -ENODEV;
-	if (tpg->port_count) {
+	mutex_lock(&tpg->port_lock);
+	ports = tpg->port_count;
+	mutex_unlock(&tpg->port_lock);
+	if (ports) {
 		pr_warn("%s tpgt_%u: unlink the %u LUN(s) before dropping the nexus\n",
-			tpg->tport->name, tpg->tpgt, tpg->port_count);
+			tpg->tport->name, tpg->tpgt, ports);
 		return -EBUSY;
 	}
 	if (tpg->vs) {
@@ -1319,12 +1375,12 @@ static int sqcq_tcm_port_link(struct se_portal_group *se_tpg,
 {
 	struct sqcq_tpg *tpg = sqcq_tpg_of(se_tpg);
 
-	mutex_lock(&sqcq_tcm_mutex);
+	mutex_lock(&tpg->port_lock);
 	tpg->port_count++;
 	if (tpg->vs)
 		sqcq_scsi_lun_event(tpg->vs, tpg, lun->unpacked_lun,
 				    VIRTIO_SCSI_EVT_RESET_RESCAN);
-	mutex_unlock(&sqcq_tcm_mutex);
+	mutex_unlock(&tpg->port_lock);
 	return 0;
 }
 
@@ -1333,12 +1389,12 @@ static void sqcq_tcm_port_unlink(struct se_portal_group *se_tpg,
 {
 	struct sqcq_tpg *tpg = sqcq_tpg_of(se_tpg);
 
-	mutex_lock(&sqcq_tcm_mutex);
+	mutex_lock(&tpg->port_lock);
 	tpg->port_count--;
 	if (tpg->vs)
 		sqcq_scsi_lun_event(tpg->vs, tpg, lun->unpacked_lun,
 				    VIRTIO_SCSI_EVT_RESET_REMOVED);
-	mutex_unlock(&sqcq_tcm_mutex);
+	mutex_unlock(&tpg->port_lock);
 }
 
 static char *sqcq_tcm_get_wwn(struct se_portal_group *se_tpg)
@@ -1377,6 +1433,7 @@ static struct se_portal_group *sqcq_tcm_make_tpg(struct se_wwn *wwn,
 		return ERR_PTR(-ENOMEM);
 	tpg->tport = tport;
 	tpg->tpgt = tpgt;
+	mutex_init(&tpg->port_lock);
 	ret = core_tpg_register(wwn, &tpg->se_tpg, tport->proto_id);
 	if (ret) {
 		kfree(tpg);
@@ -1392,10 +1449,18 @@ static void sqcq_tcm_drop_tpg(struct se_portal_group *se_tpg)
 {
 	struct sqcq_tpg *tpg = sqcq_tpg_of(se_tpg);
 
+	/*
+	 * configfs calls this only for a TPG nobody depends on; one that a
+	 * SET_ENDPOINT claimed lost its race with this rmdir, and is given
+	 * back by it (pairs with wake_up_all() in sqcq_set_endpoint()).
+	 */
+	wait_event(sqcq_unclaim_wq, !READ_ONCE(tpg->vs));
 	mutex_lock(&sqcq_tcm_mutex);
 	list_del(&tpg->node);
 	/* A bound TPG cannot be removed (target_depend_item); LUNs are gone. */
+	mutex_lock(&tpg->port_lock);
 	tpg->port_count = 0;
+	mutex_unlock(&tpg->port_lock);
 	if (tpg->nexus)
 		WARN_ON_ONCE(sqcq_drop_nexus(tpg));
 	mutex_unlock(&sqcq_tcm_mutex);
