@@ -296,7 +296,7 @@ SQCQ_VM_LOG_BAD='WARNING:|BUG:|Oops|general protection fault|Kernel panic|kernel
 SQCQ_VM_LOG_CLASSES="KASAN	KASAN:
 KFENCE	KFENCE:
 UBSAN	UBSAN:
-lockdep	WARNING: (possible circular locking|possible recursive locking|inconsistent lock state|possible irq lock inversion|suspicious RCU usage|bad unlock balance|held lock freed|lock held when returning|Nested lock was not taken|bad contention)|DEBUG_LOCKS_WARN_ON|INFO: trying to register non-static key|BUG: MAX_LOCKDEP|lockdep turned itself off
+lockdep	WARNING: (possible circular locking|possible recursive locking|inconsistent lock state|possible irq lock inversion|suspicious RCU usage|bad unlock balance|held lock freed|lock held when returning|Nested lock was not taken|bad contention)|DEBUG_LOCKS_WARN_ON|INFO: trying to register non-static key|BUG: MAX_LOCKDEP
 sleeping-in-atomic	BUG: sleeping function called from invalid context
 scheduling-while-atomic	BUG: scheduling while atomic
 ODEBUG	ODEBUG:
@@ -308,6 +308,7 @@ hung-task	hung_task|blocked for more than [0-9]+ seconds
 lockup	soft lockup|hard LOCKUP
 RCU-stall	rcu_(sched|preempt|bh)? ?(self-)?detected (stall|stalls)|rcu: INFO:|detected stalls on CPUs
 Oops	Oops|general protection fault|kernel BUG
+lockdep-off	lockdep turned itself off
 panic	Kernel panic
 BUG	BUG:
 WARNING	WARNING:"

@@ -261,7 +261,8 @@ problems=$(sqcq_vm_log_problems "$log"; sqcq_vm_log_problems "$work/console.log"
 if [ -f "$ctl/rc" ] && grep -q '^CONFIG_DEBUG_KMEMLEAK=y' "$kdir/config" 2>/dev/null; then
 	kml=$(sqcq_vm_kmemleak_problems "$ctl/kmemleak")
 	if [ -n "$kml" ]; then
-		problems+=$'\n'"$kml"
+		# First: the summary names the object's backtrace.
+		problems="$kml"$'\n'"$problems"
 		sed 's/^/kmemleak| /' "$ctl/kmemleak" | head -n 40
 	fi
 	st=$(cat "$ctl/kmemleak-status" 2>/dev/null || echo "no kmemleak scan ran")
