@@ -6,15 +6,16 @@
 #   tests/run-all.sh                 all stages
 #   tests/run-all.sh unit model      only those stages
 #
-# Stages: unit model matrix vm host sqcq guest e2e pkg.  Each installs what it needs.  Downloads
-# are cached under $SQCQ_CACHE (default /var/cache/virtio-sqcq).
+# Stages: unit model matrix vm host sqcq guest e2e debug fuzz pkg.  Each installs what it needs.
+# Downloads (and the sanitizer kernel of `debug`) are cached under $SQCQ_CACHE (default
+# /var/cache/virtio-sqcq).
 set -u
 cd "$(dirname "$0")/.." || exit 1
 ROOT=$(pwd)
 export SQCQ_CACHE=${SQCQ_CACHE:-/var/cache/virtio-sqcq}
 . tests/lib/kernels.sh
 
-ALL_STAGES="unit model matrix vm host sqcq guest e2e pkg"
+ALL_STAGES="unit model matrix vm host sqcq guest e2e debug fuzz pkg"
 STAGES=${*:-$ALL_STAGES}
 LOGDIR=$ROOT/out/logs
 mkdir -p "$LOGDIR"
@@ -96,6 +97,36 @@ e2e_stage() {
 	return $rc
 }
 
+# The sanitizer kernel (tests/debug/): build it (cached; an hour cold on 2
+# cores), our modules against it, prove the detectors fire on a module with
+# deliberate bugs, then the host, SQ/CQ, guest and sqcq/sqcq end-to-end runs
+# on it (L1 and L2). Any KASAN/UBSAN/KFENCE/lockdep/atomic-sleep/ODEBUG report
+# or kmemleak object fails the run that saw it (tests/vm/run.sh).
+timed() {
+	local t0=$SECONDS rc=0
+	"$@" || rc=$?
+	echo "debug: $* took $((SECONDS - t0))s (status $rc)" >&2
+	return $rc
+}
+
+debug_stage() {
+	local rc=0 t0=$SECONDS
+	if tests/debug/build-kernel.sh >/dev/null; then
+		echo "PASS: debug kernel-build ($((SECONDS - t0))s)"
+	else
+		echo "FAIL: debug kernel-build (tests/debug/build-kernel.sh)"
+		return 1
+	fi
+	timed tests/matrix.sh debug || return 1
+	timed tests/debug/selftest.sh || rc=1
+	timed tests/host/run.sh --kernel debug --timeout 2400 || rc=1
+	timed tests/host/sqcq.sh --kernel debug --timeout 1800 || rc=1
+	timed tests/guest/run.sh --kernel debug --timeout 1800 || rc=1
+	timed tests/e2e/run.sh --kernel debug --host sqcq --guest sqcq \
+		--timeout 1500 --l2-timeout 1200 || rc=1
+	return $rc
+}
+
 total_start=$(date +%s)
 for stage in $STAGES; do
 	case $stage in
@@ -107,6 +138,16 @@ for stage in $STAGES; do
 	sqcq) run_stage sqcq per_kernel tests/host/sqcq.sh ;;
 	guest) run_stage guest per_kernel tests/guest/run.sh ;;
 	e2e) run_stage e2e e2e_stage ;;
+	debug) run_stage debug debug_stage ;;
+	fuzz)
+		# Reserved for tests/fuzz/ (on the debug kernel); not counted until
+		# it exists.
+		if [ -f tests/fuzz/run.sh ]; then
+			run_stage fuzz tests/fuzz/run.sh --kernel debug
+		else
+			echo "=== stage fuzz: tests/fuzz/run.sh does not exist yet; not run"
+		fi
+		;;
 	pkg) run_stage pkg tests/pkg/run.sh ;;
 	*) echo "FAIL: unknown stage $stage"; failed=$((failed + 1)) ;;
 	esac
