@@ -15,7 +15,8 @@
  * Data path (all in the device's worker, with the owner's mm):
  *   request  parse the virtio_scsi_cmd_req (any descriptor layout), look
  *            the target up, pin the data buffers (pin_user_pages_fast) into
- *            a scatterlist and hand the command to the target core;
+ *            a scatterlist (COMPARE AND WRITE: copy its data-out, see
+ *            sqcq_cmd_bounce()) and hand the command to the target core;
  *   finish   the core calls queue_data_in/queue_status (or aborted_task)
  *            and then, once nothing refers to the command any more,
  *            release_cmd; release_cmd queues the command on its queue's
@@ -61,6 +62,12 @@
 #define SQCQ_WWPN_MAX		223
 /* Pages one command may map (8 MiB of page-aligned data). */
 #define SQCQ_MAX_SG_PAGES	2048u
+/*
+ * Longest COMPARE AND WRITE data-out the target core accepts: it allows a
+ * NUMBER OF LOGICAL BLOCKS of at most 1, blocks of at most 4 KiB, and the
+ * data-out holds the compare block and then the write block.
+ */
+#define SQCQ_CAW_MAX_BYTES	(2 * 4096u)
 
 struct sqcq_tport {
 	u8 proto_id;			/* SCSI_PROTOCOL_* */
@@ -111,9 +118,19 @@ struct sqcq_cmd {
 	bool data_sent;			/* queue_data_in: the core read data */
 	u32 data_len;
 	u32 resp_len;			/* bytes of the response header */
-	unsigned int npages;
+	unsigned int npages;		/* pinned guest pages */
 	struct page **pages;
 	struct scatterlist *sgl;
+	unsigned int nsg;		/* entries of sgl */
+	struct page *bounce;		/* COMPARE AND WRITE data-out copy */
+	/*
+	 * COMPARE AND WRITE: the target core's execute and completion
+	 * handlers, held back by write_pending until the command runs (see
+	 * sqcq_tcm_write_pending()).
+	 */
+	sense_reason_t (*caw_execute)(struct se_cmd *se_cmd);
+	sense_reason_t (*caw_complete)(struct se_cmd *se_cmd, bool success,
+				       int *post_ret);
 	u8 cdb[VIRTIO_SCSI_CDB_SIZE];
 	unsigned char sense[TRANSPORT_SENSE_BUFFER];
 	unsigned int resp_cnt;
@@ -156,12 +173,8 @@ static u32 sqcq_cmd_reject(struct sqcq_vq *vq, struct sqcq_req *req,
 	return sqcq_cmd_reply(req, response);
 }
 
-/*
- * CHECK CONDITION, ILLEGAL REQUEST, INVALID FIELD IN CDB (fixed-format
- * sense), for a command whose buffers contradict its CDB.
- */
-static u32 sqcq_cmd_bad_cdb(struct sqcq_vq *vq, struct sqcq_req *req,
-			    u8 opcode)
+/* CHECK CONDITION, ILLEGAL REQUEST, INVALID FIELD IN CDB (fixed format). */
+static u32 sqcq_cmd_invalid_field(struct sqcq_req *req)
 {
 	struct virtio_scsi_cmd_resp resp = {
 		.response = VIRTIO_SCSI_S_OK,
@@ -173,10 +186,17 @@ static u32 sqcq_cmd_bad_cdb(struct sqcq_vq *vq, struct sqcq_req *req,
 	resp.sense[2] = ILLEGAL_REQUEST;
 	resp.sense[7] = 10;		/* additional sense length */
 	resp.sense[12] = 0x24;		/* INVALID FIELD IN CDB */
+	return sqcq_req_copy_to(req, 0, &resp, min(req->in_len, sizeof(resp)));
+}
+
+/* The same for a command whose buffers contradict its CDB. */
+static u32 sqcq_cmd_bad_cdb(struct sqcq_vq *vq, struct sqcq_req *req,
+			    u8 opcode)
+{
 	atomic64_inc(&sqcq_vq_scsi(vq)->stat_bad_dir);
 	pr_warn_ratelimited("dev%d vq %u: opcode 0x%02x with data buffers of the wrong direction, CHECK CONDITION\n",
 			    sqcq_vq_scsi(vq)->id, vq->index, opcode);
-	return sqcq_req_copy_to(req, 0, &resp, min(req->in_len, sizeof(resp)));
+	return sqcq_cmd_invalid_field(req);
 }
 
 /* ATA pass-through (SAT): data either way, only for a passthrough backstore. */
@@ -350,6 +370,39 @@ static int sqcq_pin_segment(void *arg, unsigned long ua, size_t len)
 	return 0;
 }
 
+/*
+ * COMPARE AND WRITE: the target core builds the scatterlist of the write
+ * half itself from the first entry of ours, assuming the write block
+ * follows the compare block in that entry's pages (target_core_sbc.c,
+ * compare_and_write_callback(): the write entry is the first entry's
+ * page at its offset plus one block).  Guest buffers split anywhere else
+ * -- two descriptors, or one crossing a page boundary, which pinning cuts
+ * in two -- would have it write the wrong bytes, or bytes of whatever page
+ * follows the pinned one in host memory.  So the data-out (at most two
+ * blocks: SQCQ_CAW_MAX_BYTES) is copied into one page-aligned, physically
+ * contiguous buffer, handed over as a single entry.
+ */
+static int sqcq_cmd_bounce(struct sqcq_cmd *cmd, struct sqcq_req *req,
+			   size_t hdr_len)
+{
+	struct iov_iter it;
+
+	cmd->bounce = alloc_pages(GFP_KERNEL_ACCOUNT,
+				  get_order(cmd->data_len));
+	cmd->sgl = kmalloc(sizeof(*cmd->sgl), GFP_KERNEL_ACCOUNT);
+	if (!cmd->bounce || !cmd->sgl)
+		return -ENOMEM;
+	iov_iter_init(&it, ITER_SOURCE, req->iov, req->out_cnt, req->out_len);
+	iov_iter_advance(&it, hdr_len);
+	if (copy_from_iter(page_address(cmd->bounce), cmd->data_len, &it) !=
+	    cmd->data_len)
+		return -EFAULT;
+	sg_init_table(cmd->sgl, 1);
+	sg_set_page(cmd->sgl, cmd->bounce, cmd->data_len, 0);
+	cmd->nsg = 1;
+	return 0;
+}
+
 /* Pin the data part of @req into cmd->sgl. */
 static int sqcq_cmd_map(struct sqcq_cmd *cmd, struct sqcq_req *req,
 			size_t hdr_len)
@@ -360,6 +413,8 @@ static int sqcq_cmd_map(struct sqcq_cmd *cmd, struct sqcq_req *req,
 	u64 npages = 0;
 	int ret;
 
+	if (cmd->cdb[0] == COMPARE_AND_WRITE)
+		return sqcq_cmd_bounce(cmd, req, hdr_len);
 	ret = sqcq_iov_walk(iov, cnt, hdr_len, sqcq_count_pages, &npages);
 	if (ret)
 		return ret;
@@ -370,7 +425,9 @@ static int sqcq_cmd_map(struct sqcq_cmd *cmd, struct sqcq_req *req,
 	if (!cmd->pages || !cmd->sgl)
 		return -ENOMEM;
 	sg_init_table(cmd->sgl, npages);
-	return sqcq_iov_walk(iov, cnt, hdr_len, sqcq_pin_segment, cmd);
+	ret = sqcq_iov_walk(iov, cnt, hdr_len, sqcq_pin_segment, cmd);
+	cmd->nsg = cmd->npages;
+	return ret;
 }
 
 /* Free a command the target core no longer knows (worker context). */
@@ -385,6 +442,8 @@ static void sqcq_cmd_free(struct sqcq_cmd *cmd)
 					    cmd->data_in);
 	kvfree(cmd->pages);
 	kvfree(cmd->sgl);
+	if (cmd->bounce)
+		__free_pages(cmd->bounce, get_order(cmd->data_len));
 	kfree(cmd);
 	/*
 	 * Full barrier (atomic RMW with a result) before the wakeup; pairs
@@ -463,7 +522,7 @@ static int sqcq_cmd_submit(struct sqcq_cmd *cmd, struct se_session *sess,
 {
 	struct se_cmd *se = &cmd->se_cmd;
 	enum dma_data_direction dir = DMA_NONE;
-	struct scatterlist *sgl = cmd->npages ? cmd->sgl : NULL;
+	struct scatterlist *sgl = cmd->nsg ? cmd->sgl : NULL;
 	int ret;
 
 	if (cmd->data_len)
@@ -472,7 +531,7 @@ static int sqcq_cmd_submit(struct sqcq_cmd *cmd, struct se_session *sess,
 	/* 5.10: one call; < 0 only when the session is shutting down. */
 	ret = target_submit_cmd_map_sgls(se, sess, cmd->cdb, cmd->sense, lun,
 					 cmd->data_len, attr, dir,
-					 TARGET_SCF_ACK_KREF, sgl, cmd->npages,
+					 TARGET_SCF_ACK_KREF, sgl, cmd->nsg,
 					 NULL, 0, NULL, 0);
 	return ret < 0 ? ret : 0;
 #else
@@ -481,7 +540,7 @@ static int sqcq_cmd_submit(struct sqcq_cmd *cmd, struct se_session *sess,
 	if (ret < 0)
 		return ret;
 	/* On failure the core has already answered through queue_status. */
-	if (target_submit_prep(se, cmd->cdb, sgl, cmd->npages, NULL, 0, NULL,
+	if (target_submit_prep(se, cmd->cdb, sgl, cmd->nsg, NULL, 0, NULL,
 			       0, GFP_KERNEL))
 		return 0;
 #if defined(SQCQ_HAVE_TARGET_QUEUE_SUBMISSION)
@@ -537,6 +596,12 @@ u32 sqcq_scsi_cmd_one(struct sqcq_vq *vq, struct sqcq_req *req)
 				       "data longer than the transfer limit");
 	if (!sqcq_cdb_dir_ok(vreq.cdb[0], dout, din))
 		return sqcq_cmd_bad_cdb(vq, req, vreq.cdb[0]);
+	/* More than the core accepts; it is copied (sqcq_cmd_bounce()). */
+	if (vreq.cdb[0] == COMPARE_AND_WRITE && dout > SQCQ_CAW_MAX_BYTES) {
+		pr_warn_ratelimited("dev%d vq %u: COMPARE AND WRITE with %zu bytes of data-out, CHECK CONDITION\n",
+				    s->id, vq->index, dout);
+		return sqcq_cmd_invalid_field(req);
+	}
 
 	cmd = sqcq_cmd_alloc(vq, req, rsp);
 	if (!cmd)
@@ -802,8 +867,53 @@ static int sqcq_tcm_check_stop_free(struct se_cmd *se_cmd)
 	return target_put_sess_cmd(se_cmd);
 }
 
+/* COMPARE AND WRITE starts: give the core its completion handler back. */
+static sense_reason_t sqcq_caw_execute(struct se_cmd *se_cmd)
+{
+	struct sqcq_cmd *cmd = sqcq_se_cmd(se_cmd);
+
+	se_cmd->transport_complete_callback = cmd->caw_complete;
+	return cmd->caw_execute(se_cmd);
+}
+
 static int sqcq_tcm_write_pending(struct se_cmd *se_cmd)
 {
+	struct sqcq_cmd *cmd = sqcq_se_cmd(se_cmd);
+
+	/*
+	 * Work around a target core bug.  Its COMPARE AND WRITE completion
+	 * handler (compare_and_write_callback()) is also called with
+	 * success == false when the command fails or is aborted before it
+	 * ran: by transport_generic_request_failure() after the checks of
+	 * __target_execute_cmd() (a pending UNIT ATTENTION, e.g. after a
+	 * LUN reset or a LUN change; a reservation conflict; ALUA), and by
+	 * target_cmd_interrupted() in target_execute_cmd().  By then both
+	 * scatterlists exist (the read buffer is allocated by
+	 * transport_generic_new_cmd()), so the handler takes the failure for
+	 * one after the read: it compares against the never-read buffer, and
+	 * on a match submits the write, which writes the block although the
+	 * command failed and completes the command a second time (rd_mcp
+	 * fails that write with TCM_INCORRECT_AMOUNT_OF_DATA, as the data
+	 * length is still two blocks): the failure path that called the
+	 * handler then puts references already gone (refcount underflow)
+	 * and uses a command whose release_cmd has run.  On a miscompare it
+	 * releases dev->caw_sem, which sbc_compare_and_write() never took.
+	 *
+	 * So the handler is held back until the core calls the execute
+	 * handler, i.e. until sbc_compare_and_write() runs and takes
+	 * caw_sem; a failure before that finds no handler and just fails
+	 * the command.  The core reads these two fields only on the
+	 * execution path, which starts with target_execute_cmd() below, so
+	 * changing them here races with nothing.
+	 */
+	if ((se_cmd->se_cmd_flags & SCF_COMPARE_AND_WRITE) &&
+	    se_cmd->transport_complete_callback && se_cmd->execute_cmd &&
+	    se_cmd->execute_cmd != sqcq_caw_execute) {
+		cmd->caw_complete = se_cmd->transport_complete_callback;
+		cmd->caw_execute = se_cmd->execute_cmd;
+		se_cmd->transport_complete_callback = NULL;
+		se_cmd->execute_cmd = sqcq_caw_execute;
+	}
 	/* Data-out buffers are mapped before submission: run it now. */
 	target_execute_cmd(se_cmd);
 	return 0;

@@ -3422,6 +3422,109 @@ static void t_compare_and_write(void)
 	       sres_str(&s));
 }
 
+/*
+ * COMPARE AND WRITE that fails before it runs -- here because a LUN reset
+ * left a unit attention pending -- must be answered CHECK CONDITION, UNIT
+ * ATTENTION, write nothing, and end once.  The compare data is zeros (what
+ * the target core's never-filled read buffer holds with pages zeroed on
+ * allocation) and differs from the block on disk, so the command could not
+ * write even had it run.  6.1's core ran the compare and the write from
+ * its failure path on such a command and then failed it a second time
+ * (refcount underflow in the kernel log, the block overwritten).
+ */
+static void t_compare_and_write_ua(void)
+{
+	uint8_t cdb[16] = { 0x89 }, rw[16], *b = buf_alloc(2 * SECT);
+	uint8_t *d = buf_alloc(SECT), key = 0, asc = 0;
+	struct sres s;
+	unsigned int i;
+	int r;
+
+	memset(d, 0x5a, SECT);
+	cdb_rw(rw, true, false, 401, 1);
+	scsi_cmd(1, 0, rw, 10, gpa(d), SECT, false, &s);
+	disks[0].valid[401] = 0;
+	result(good(&s), "scsi-caw-ua-setup-write", "%s", sres_str(&s));
+	r = tmf(1, 0, VIRTIO_SCSI_T_TMF_LOGICAL_UNIT_RESET, 0);
+	result(r == SQCQ_VIRTIO_SCSI_S_FUNCTION_COMPLETE,
+	       "scsi-caw-ua-lun-reset", "response %d", r);
+
+	memset(b, 0, SECT);
+	memset(b + SECT, 0xc3, SECT);
+	put_be(cdb + 2, 401, 8);
+	cdb[13] = 1;
+	scsi_cmd(1, 0, cdb, 16, gpa(b), 2 * SECT, false, &s);
+	sense_of(&s.r, &key, &asc);
+	result(s.done && s.r.response == VIRTIO_SCSI_S_OK &&
+	       s.r.status == 0x02 && key == 0x6 && asc == 0x29,
+	       "scsi-compare-and-write-unit-attention", "%s", sres_str(&s));
+
+	result(clear_ua_all(), "scsi-caw-ua-cleared", "-");
+	memset(d, 0, SECT);
+	cdb_rw(rw, false, false, 401, 1);
+	scsi_cmd(1, 0, rw, 10, gpa(d), SECT, true, &s);
+	for (i = 0; i < SECT && d[i] == 0x5a; i++)
+		;
+	result(good(&s) && i == SECT,
+	       "scsi-compare-and-write-unit-attention-wrote-nothing",
+	       "%s; block differs at byte %u (0x%02x)", sres_str(&s), i,
+	       i < SECT ? d[i] : 0);
+}
+
+/*
+ * COMPARE AND WRITE whose data-out comes in two descriptors: the compare
+ * block is the last 512 bytes of a page (the rest of the page after it
+ * holds 0xee), the write block a buffer elsewhere.  The target core looks
+ * for the write block right after the compare block in the first page it
+ * gets; the block on disk must still be the write block as sent.
+ */
+static void t_compare_and_write_split(void)
+{
+	struct virtio_scsi_cmd_req *req = buf_alloc(HDR_SZ);
+	struct virtio_scsi_cmd_resp *rsp = buf_alloc(RSP_SZ);
+	uint8_t *area = buf_alloc(3 * 4096), *d = buf_alloc(SECT);
+	uint8_t *w = buf_alloc(SECT), rw[16], *b;
+	struct seg sg[4];
+	struct sres s;
+	unsigned int i;
+
+	/* b: the last block of a page of area; the next page is filler. */
+	b = area + (4096 - ((uintptr_t)area & 4095)) % 4096 + 4096 - SECT;
+	memset(b + SECT, 0xee, 4096);
+	memset(d, 0x11, SECT);
+	cdb_rw(rw, true, false, 402, 1);
+	scsi_cmd(1, 0, rw, 10, gpa(d), SECT, false, &s);
+	disks[0].valid[402] = 0;
+	result(good(&s), "scsi-caw-split-setup-write", "%s", sres_str(&s));
+
+	memset(b, 0x11, SECT);
+	memset(w, 0x77, SECT);
+	lun_encode(req->lun, 1, 0);
+	req->tag = tag_seq++;
+	req->cdb[0] = 0x89;
+	put_be(req->cdb + 2, 402, 8);
+	req->cdb[13] = 1;
+	memset(rsp, 0xee, RSP_SZ);
+	sg[0] = (struct seg){ gpa(req), HDR_SZ, false };
+	sg[1] = (struct seg){ gpa(b), SECT, false };
+	sg[2] = (struct seg){ gpa(w), SECT, false };
+	sg[3] = (struct seg){ gpa(rsp), RSP_SZ, true };
+	s.done = sync_run(&vqs[SYNC_VQ], sg, 4, false, &s.used, 10000);
+	memcpy(&s.r, rsp, RSP_SZ);
+	result(good(&s), "scsi-compare-and-write-split-descriptors", "%s",
+	       sres_str(&s));
+
+	memset(d, 0, SECT);
+	cdb_rw(rw, false, false, 402, 1);
+	scsi_cmd(1, 0, rw, 10, gpa(d), SECT, true, &s);
+	for (i = 0; i < SECT && d[i] == 0x77; i++)
+		;
+	result(good(&s) && i == SECT,
+	       "scsi-compare-and-write-split-descriptors-wrote-write-block",
+	       "%s; block differs at byte %u (0x%02x)", sres_str(&s), i,
+	       i < SECT ? d[i] : 0);
+}
+
 #define FLOOD_VQ	7
 #define FLOOD_NUM	16u
 #define FLOOD_ROUNDS	40u
@@ -3700,6 +3803,10 @@ static int scsi_main(int argc, char **argv)
 		t_direction();
 	if (phase("compare-and-write"))
 		t_compare_and_write();
+	if (phase("compare-and-write-unit-attention"))
+		t_compare_and_write_ua();
+	if (phase("compare-and-write-split-descriptors"))
+		t_compare_and_write_split();
 	if (phase("inflight-cap"))
 		t_inflight_cap(fd);
 	if (phase("tmf"))
