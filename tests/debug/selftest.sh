@@ -16,9 +16,10 @@
 #   oob       ... oob=1: run.sh must fail naming KASAN
 #   leak      ... leak=1: naming kmemleak (the end-of-run scan)
 #   sleep     ... sleep=1: naming sleeping-in-atomic
-#   lockdep   ... lockdep=1: naming lockdep
-#   ubsan     ... ubsan=1: naming UBSAN
-#   odebug    ... odebug=1: naming ODEBUG
+#   more      ... lockdep=1 ubsan=1 odebug=1 (one VM): naming lockdep, UBSAN
+#             and ODEBUG (lockdep's bug comes first: any report switches
+#             lockdep off)
+#   lockdep, ubsan, odebug   each of those alone (not in the default list)
 #
 # Options: --kernel ID (default debug), --timeout S per VM (default 600).
 set -euo pipefail
@@ -39,7 +40,7 @@ while [ $# -gt 0 ]; do
 	*) tests+=("$1"); shift ;;
 	esac
 done
-[ ${#tests[@]} -gt 0 ] || tests=(classes build clean oob leak sleep lockdep ubsan odebug)
+[ ${#tests[@]} -gt 0 ] || tests=(classes build clean oob leak sleep more)
 
 passed=0 failed=0
 tmp=$(mktemp -d)
@@ -179,17 +180,21 @@ t_clean() {
 	expect "no FAIL line" bash -c "! grep -q '^FAIL:' '$tmp/run.out'"
 }
 
-# t_bad PARAM CLASS: the run fails with a vm-kernel-log line naming CLASS.
+# t_bad PARAMS CLASS...: the run fails with a vm-kernel-log line naming
+# every CLASS.
 t_bad() {
-	local line
-	bad_run "$1=1"
-	expect "the module loaded" grep -qx "loaded: $1=1" "$tmp/run.out"
+	local line params=$1 c
+	shift
+	bad_run "$params"
+	expect "the module loaded" grep -qx "loaded: $params" "$tmp/run.out"
 	expect "run.sh failed" [ "$(cat "$tmp/run.rc")" != 0 ]
 	line=$(grep -m 1 '^FAIL: vm-kernel-log (' "$tmp/run.out") || true
 	expect "a FAIL: vm-kernel-log line" [ -n "$line" ]
 	# The classes are listed before the first ": " inside the parentheses.
 	line=${line#FAIL: vm-kernel-log (}
-	expect "'$2' named in '${line%%: *}'" grep -qw -- "$2" <<<"${line%%: *}"
+	for c in "$@"; do
+		expect "'$c' named in '${line%%: *}'" grep -qw -- "$c" <<<"${line%%: *}"
+	done
 }
 
 for t in "${tests[@]}"; do
@@ -197,12 +202,13 @@ for t in "${tests[@]}"; do
 	classes) check classes t_classes ;;
 	build) check build t_build ;;
 	clean) check clean t_clean ;;
-	oob) check oob t_bad oob KASAN ;;
-	leak) check leak t_bad leak kmemleak ;;
-	sleep) check sleep t_bad sleep sleeping-in-atomic ;;
-	lockdep) check lockdep t_bad lockdep lockdep ;;
-	ubsan) check ubsan t_bad ubsan UBSAN ;;
-	odebug) check odebug t_bad odebug ODEBUG ;;
+	oob) check oob t_bad oob=1 KASAN ;;
+	leak) check leak t_bad leak=1 kmemleak ;;
+	sleep) check sleep t_bad sleep=1 sleeping-in-atomic ;;
+	more) check more t_bad "lockdep=1 ubsan=1 odebug=1" lockdep UBSAN ODEBUG ;;
+	lockdep) check lockdep t_bad lockdep=1 lockdep ;;
+	ubsan) check ubsan t_bad ubsan=1 UBSAN ;;
+	odebug) check odebug t_bad odebug=1 ODEBUG ;;
 	*) echo "FAIL: debug-selftest-$t (unknown test)"; failed=$((failed + 1)) ;;
 	esac
 done
