@@ -346,43 +346,54 @@ static double now(void)
 	return t.tv_sec + t.tv_nsec / 1e9;
 }
 
-/* Print the debugfs "queues" file of the device this process owns. */
-static void dump_debugfs(void)
-{
-	const char *dir = "/sys/kernel/debug/vhost_scsi_sqcq";
-	char path[512], line[256], want[32];
-	struct dirent *de;
-	DIR *d = opendir(dir);
+#define DBG_DIR	"/sys/kernel/debug/vhost_scsi_sqcq"
 
-	if (!d) {
-		printf("debugfs: %s not readable\n", dir);
-		return;
-	}
+/*
+ * The debugfs "queues" file of the device this process owns, opened at its
+ * start ("owner: PID" is its first line), or NULL.
+ */
+static FILE *open_my_queues(void)
+{
+	char path[512], line[64], want[32];
+	struct dirent *de;
+	FILE *f = NULL;
+	DIR *d = opendir(DBG_DIR);
+
+	if (!d)
+		return NULL;
 	snprintf(want, sizeof(want), "owner: %d\n", getpid());
 	while ((de = readdir(d))) {
-		FILE *f;
-		int mine = 0;
-
 		if (strncmp(de->d_name, "dev", 3))
 			continue;
-		snprintf(path, sizeof(path), "%s/%s/queues", dir, de->d_name);
+		snprintf(path, sizeof(path), DBG_DIR "/%s/queues", de->d_name);
 		f = fopen(path, "r");
 		if (!f)
 			continue;
-		while (fgets(line, sizeof(line), f)) {
-			if (!strcmp(line, want))
-				mine = 1;
-			if (mine)
-				printf("debugfs: %s", line);
+		if (fgets(line, sizeof(line), f) && !strcmp(line, want)) {
+			rewind(f);
+			break;
 		}
 		fclose(f);
-		if (mine)
-			break;
+		f = NULL;
 	}
 	closedir(d);
+	return f;
 }
 
-/* ---- SQ/CQ setup checks (-C) ---- */
+/* Print the debugfs "queues" file of the device this process owns. */
+static void dump_debugfs(void)
+{
+	char line[256];
+	FILE *f = open_my_queues();
+
+	if (!f) {
+		printf("debugfs: no device of ours in %s\n", DBG_DIR);
+		return;
+	}
+	while (fgets(line, sizeof(line), f))
+		printf("debugfs: %s", line);
+	fclose(f);
+}
 
 static int checks_failed;
 
@@ -471,35 +482,19 @@ static void tw_flags0(struct sqcq_setup_req *r) { r->flags = 0; }
 static void tw_flagsx(struct sqcq_setup_req *r) { r->flags = cpu_to_le32(0x80); }
 static void tw_reserved(struct sqcq_setup_req *r) { r->reserved[3] = 1; }
 
-/* The mode the host's debugfs shows for the device this process owns. */
+/* 1 when the host's debugfs says our device is in SQ/CQ mode, 0 classic. */
 static int debugfs_mode_sqcq(void)
 {
-	const char *dir = "/sys/kernel/debug/vhost_scsi_sqcq";
-	char path[512], buf[256], want[32];
-	struct dirent *de;
+	char line[256];
 	int mode = -1;
-	DIR *d = opendir(dir);
+	FILE *f = open_my_queues();
 
-	if (!d)
+	if (!f)
 		return -1;
-	snprintf(want, sizeof(want), "owner: %d\n", getpid());
-	while ((de = readdir(d))) {
-		FILE *f;
-		size_t n;
-
-		if (strncmp(de->d_name, "dev", 3))
-			continue;
-		snprintf(path, sizeof(path), "%s/%s/queues", dir, de->d_name);
-		f = fopen(path, "r");
-		if (!f)
-			continue;
-		n = fread(buf, 1, sizeof(buf) - 1, f);
-		fclose(f);
-		buf[n] = '\0';
-		if (!strncmp(buf, want, strlen(want)))
-			mode = strstr(buf, "mode: sqcq") != NULL;
-	}
-	closedir(d);
+	while (mode < 0 && fgets(line, sizeof(line), f))
+		if (!strncmp(line, "mode: ", 6))
+			mode = !strcmp(line + 6, "sqcq\n");
+	fclose(f);
 	return mode;
 }
 
