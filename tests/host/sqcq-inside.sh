@@ -63,8 +63,10 @@ sleep 1
 [ $rc = 0 ] && pass "setup-close-cycles ($out)" || fail "setup-close-cycles (rc $rc: $out)"
 check setup-close-cycles-no-worker-left [ "$(workers)" = 0 ]
 pins1=$(pins)
+# Earlier runs may still be unpinning when the first count is taken: the
+# count may fall, never rise.
 check "setup-close-cycles-no-pins-left ($pins0 -> $pins1 pages pinned)" \
-	[ "$pins1" = "$pins0" -a "$pins1" != no-counters ]
+	[ "$pins1" != no-counters -a "$pins1" -le "$pins0" ]
 check "setup-close-cycles-no-vmap-left ($(vmaps))" [ "$(vmaps)" = 0 ]
 # The module's budget for such lines is 10 a minute (sqcq_lifecycle_rs),
 # in windows that need not start with the run.
