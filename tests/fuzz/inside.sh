@@ -76,15 +76,6 @@ new_reports() {
 	reports_seen=$n
 }
 
-tpg_setup() {	# FABRIC WWPN TPGT NLUNS SIZE_MB (no module loading)
-	local tpg=$CFS/$1/$2/tpgt_$3 i
-	mkdir -p "$tpg" || return 1
-	sqcq_target_initiator "$2" >"$tpg/nexus" || return 1
-	for ((i = 0; i < $4; i++)); do
-		sqcq_target_add_lun "$1" "$2" "$3" "$i" "$5" || return 1
-	done
-}
-
 mountpoint -q /sys/kernel/debug || mount -t debugfs none /sys/kernel/debug
 echo "# fuzz: kernel $(uname -r), seed $SEED, $TOTAL s, $THREADS threads, hang limit $HANG s"
 
@@ -96,9 +87,9 @@ if ! insmod "$KO"; then
 fi
 pass "insmod ($(uname -r))"
 ok=1
-check target-setup tpg_setup $FAB $WA 1 2 $LUN_MB || ok=0
-[ "$ok" = 1 ] && { check target-setup-tpgt2 tpg_setup $FAB $WA 2 1 $LUN_MB || ok=0; }
-[ "$ok" = 1 ] && { check target-setup-second-wwpn tpg_setup $FAB $WB 1 1 $LUN_MB || ok=0; }
+check target-setup sqcq_target_tpg $FAB $WA 1 2 $LUN_MB || ok=0
+[ "$ok" = 1 ] && { check target-setup-tpgt2 sqcq_target_tpg $FAB $WA 2 1 $LUN_MB || ok=0; }
+[ "$ok" = 1 ] && { check target-setup-second-wwpn sqcq_target_tpg $FAB $WB 1 1 $LUN_MB || ok=0; }
 if [ "$ok" != 1 ]; then
 	fail "fuzz not run (no target)"
 	exit 1

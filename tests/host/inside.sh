@@ -35,19 +35,6 @@ hook_relink() {
 	done
 }
 
-# tpg_setup FABRIC WWPN TPGT NLUNS SIZE_MB: the TPG with its nexus and LUNs
-# 0..NLUNS-1 (what sqcq_target_setup does, without its module loading:
-# it asks for a module target_core_rd, which Debian kernels do not have --
-# rd_mcp is part of target_core_mod).
-tpg_setup() {
-	local tpg=$SQCQ_TARGET_CFS/$1/$2/tpgt_$3 i
-	mkdir -p "$tpg" || return 1
-	sqcq_target_initiator "$2" >"$tpg/nexus" || return 1
-	for ((i = 0; i < $4; i++)); do
-		sqcq_target_add_lun "$1" "$2" "$3" "$i" "$5" || return 1
-	done
-}
-
 if [ "${1:-}" = --hook ]; then
 	shift
 	case "${1:-}" in
@@ -106,9 +93,9 @@ check log-rate-limited bash -c "[ $(log_lines) -lt 200 ]"
 # ---- 2. an LIO target, the SCSI data path ------------------------------------
 t0=$SECONDS
 ok=1
-check target-setup-tpgt1-two-luns tpg_setup $FAB $WWPN 1 2 $LUN_MB || ok=0
-check target-setup-tpgt2-one-lun tpg_setup $FAB $WWPN 2 1 $LUN_MB || ok=0
-check target-setup-tpgt3-no-lun tpg_setup $FAB $WWPN 3 0 $LUN_MB || ok=0
+check target-setup-tpgt1-two-luns sqcq_target_tpg $FAB $WWPN 1 2 $LUN_MB || ok=0
+check target-setup-tpgt2-one-lun sqcq_target_tpg $FAB $WWPN 2 1 $LUN_MB || ok=0
+check target-setup-tpgt3-no-lun sqcq_target_tpg $FAB $WWPN 3 0 $LUN_MB || ok=0
 # One directory per TPG tag: other spellings of tag 1 are refused.
 for alias in tpgt_01 tpgt_+1 tpgt_001; do
 	check "tpg-alias-$alias-refused" bash -c "! mkdir $CFS/$FAB/$WWPN/$alias 2>/dev/null"
@@ -173,7 +160,7 @@ else
 	check takeover-no-sqcq-devnode [ ! -e /dev/vhost-scsi-sqcq ]
 	# (sqcq_target_setup would modprobe the in-tree vhost_scsi for "vhost".)
 	ok=0
-	mkdir "$CFS/vhost" && tpg_setup vhost $WWPN 1 1 16 && ok=1
+	mkdir "$CFS/vhost" && sqcq_target_tpg vhost $WWPN 1 1 16 && ok=1
 	check takeover-target-setup [ "$ok" = 1 ]
 	check takeover-fabric-is-ours grep -q "$MOD" "$CFS/vhost/version"
 	if [ "$ok" = 1 ]; then

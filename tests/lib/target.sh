@@ -9,6 +9,8 @@
 #       vhost_scsi for "vhost"),
 #       then create FABRIC/WWPN/tpgt_TPGT with its I_T nexus and LUNs
 #       0..NLUNS-1, each on its own rd_mcp ramdisk of SIZE_MB MiB
+#   sqcq_target_tpg FABRIC WWPN TPGT NLUNS SIZE_MB
+#       the same without loading modules
 #   sqcq_target_add_lun FABRIC WWPN TPGT LUN SIZE_MB
 #       one more LUN (hotplug: a guest attached to the TPG gets an event)
 #   sqcq_target_del_lun FABRIC WWPN TPGT LUN
@@ -146,14 +148,27 @@ sqcq_target_del_lun() {
 }
 
 sqcq_target_setup() {
+	local fabric=$1 msg
+	[ $# = 5 ] || _sqcq_target_fail "usage: FABRIC WWPN TPGT NLUNS SIZE_MB" || return
+	msg=$(_sqcq_target_modules "$fabric") || _sqcq_target_fail "$msg" || return
+	sqcq_target_tpg "$@"
+}
+
+# sqcq_target_tpg FABRIC WWPN TPGT NLUNS SIZE_MB: sqcq_target_setup without
+# loading modules (the caller did; Debian kernels have no target_core_rd).
+sqcq_target_tpg() {
 	local fabric=$1 wwpn=$2 tpgt=$3 nluns=$4 size_mb=$5 msg tpg err i
 	[ $# = 5 ] || _sqcq_target_fail "usage: FABRIC WWPN TPGT NLUNS SIZE_MB" || return
 	msg=$(_sqcq_target_check_wwpn "$wwpn") || _sqcq_target_fail "$msg" || return
 	[[ "$tpgt" =~ ^[0-9]+$ && "$nluns" =~ ^[0-9]+$ ]] ||
 		_sqcq_target_fail "bad TPGT/NLUNS '$tpgt' '$nluns'" || return
-	msg=$(_sqcq_target_modules "$fabric") || _sqcq_target_fail "$msg" || return
 	tpg=$SQCQ_TARGET_CFS/$fabric/$wwpn/tpgt_$tpgt
 	[ -e "$tpg" ] && { _sqcq_target_fail "$tpg exists already"; return; }
+	# The fabric's directory appears when it is first made.
+	if ! [ -d "$SQCQ_TARGET_CFS/$fabric" ]; then
+		err=$(mkdir "$SQCQ_TARGET_CFS/$fabric" 2>&1) ||
+			_sqcq_target_fail "mkdir $fabric: ${err##*: }" || return
+	fi
 	if ! [ -d "$SQCQ_TARGET_CFS/$fabric/$wwpn" ]; then
 		err=$(mkdir "$SQCQ_TARGET_CFS/$fabric/$wwpn" 2>&1) ||
 			_sqcq_target_fail "mkdir $fabric/$wwpn: ${err##*: }" || return
