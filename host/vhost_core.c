@@ -143,14 +143,22 @@ sqcq_umem_find(const struct sqcq_umem *umem, u64 gpa)
 	return NULL;
 }
 
+/*
+ * True when [@gpa, @gpa + @len) runs past 2^64: walked region by region it
+ * would go on at guest-physical 0.
+ */
+static bool sqcq_gpa_wraps(u64 gpa, u64 len)
+{
+	u64 last;
+
+	return len && check_add_overflow(gpa, len - 1, &last);
+}
+
 /* Copy @len bytes of guest memory at @gpa, across regions if need be. */
 static int sqcq_copy_from_guest(struct sqcq_vq *vq, void *buf, u64 gpa,
 				size_t len)
 {
-	u64 last;
-
-	/* A range past 2^64 would wrap around to low guest memory. */
-	if (len && check_add_overflow(gpa, (u64)len - 1, &last))
+	if (sqcq_gpa_wraps(gpa, len))
 		return -EFAULT;
 	while (len) {
 		const struct sqcq_mem_region *r = sqcq_umem_find(vq->umem, gpa);
@@ -529,13 +537,8 @@ void sqcq_vq_fail(struct sqcq_vq *vq, const char *why)
 static int sqcq_req_add(struct sqcq_vq *vq, struct sqcq_req *req, u64 gpa,
 			u32 len, bool writable)
 {
-	u64 last;
-
-	/*
-	 * A descriptor running past 2^64 would continue at guest-physical 0;
-	 * refuse it before any segment is added.
-	 */
-	if (len && check_add_overflow(gpa, (u64)len - 1, &last))
+	/* Refused before any segment is added. */
+	if (sqcq_gpa_wraps(gpa, len))
 		return -EFAULT;
 	if (writable)
 		req->in_len += len;
