@@ -2294,6 +2294,14 @@ static const struct virtio_device_id sqcq_id_table[] = {
 	{ 0 },
 };
 
+/*
+ * The alias lets udev load the module for a virtio-scsi controller.  The
+ * in-tree virtio_scsi carries the same alias: which driver gets the device
+ * is chosen by the packaged switch (virtio-sqcq-guest, docs/guest-switch.md),
+ * which blacklists one of the two.
+ */
+MODULE_DEVICE_TABLE(virtio, sqcq_id_table);
+
 static unsigned int sqcq_features[] = {
 	VIRTIO_SCSI_F_HOTPLUG,
 	VIRTIO_SCSI_F_CHANGE,
