@@ -14,6 +14,25 @@
 #define SQCQ_PKG_VERSION "unknown"
 #endif
 
+/* ---- both modules ---- */
+
+/* The housekeeping type enum replaced the flag bits in 5.18. */
+#ifndef SQCQ_HAVE_HK_TYPE
+#define HK_TYPE_KTHREAD	HK_FLAG_KTHREAD
+#endif
+
+/* hrtimer_setup() (6.13+) sets the callback at init time. */
+#ifndef SQCQ_HAVE_HRTIMER_SETUP
+#include <linux/hrtimer.h>
+static inline void hrtimer_setup(struct hrtimer *timer,
+				 enum hrtimer_restart (*function)(struct hrtimer *),
+				 clockid_t clock_id, enum hrtimer_mode mode)
+{
+	hrtimer_init(timer, clock_id, mode);
+	timer->function = function;
+}
+#endif
+
 /* ---- eventfd: eventfd_signal(ctx) takes one argument from 6.8 on ---- */
 #ifdef SQCQ_HAVE_EVENTFD_SIGNAL_1ARG
 #define sqcq_eventfd_signal(ctx)	eventfd_signal(ctx)

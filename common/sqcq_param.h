@@ -6,17 +6,22 @@
  *
  * Writes arrive through sysfs (or the module command line) with the module's
  * parameter lock held, so setters never race each other.  Pollers read the
- * values through the snapshot helpers, which take sqcq_param_lock, and look
- * at sqcq_param_gen to notice a change at their next poll pass.
+ * values through the snapshot helpers, which take sqcq_param_lock.  They
+ * read poll_idle_us on every pass, and look at sqcq_poll_cpu_gen to notice
+ * that they must bind again: a poll_cpu write, or a CPU of poll_cpu coming
+ * back online.
  */
 #ifndef SQCQ_PARAM_H
 #define SQCQ_PARAM_H
 
 #include <linux/atomic.h>
+#include <linux/cpuhotplug.h>
 #include <linux/cpumask.h>
 #include <linux/gfp.h>
 #include <linux/kernel.h>
 #include <linux/moduleparam.h>
+#include <linux/sched.h>
+#include <linux/sched/isolation.h>
 #include <linux/seq_file.h>
 #include <linux/spinlock.h>
 #include <linux/string.h>
@@ -31,8 +36,9 @@ static DEFINE_SPINLOCK(sqcq_param_lock);
 static char sqcq_poll_cpu_str[SQCQ_POLL_CPU_MAXLEN];
 static struct cpumask sqcq_poll_cpu_mask;	/* empty: unbound */
 static unsigned int sqcq_poll_idle_us = SQCQ_POLL_IDLE_US_DEFAULT;
-/* Bumped on every accepted write of a poll parameter. */
-static atomic_t sqcq_param_gen = ATOMIC_INIT(0);
+/* Bumped by every accepted poll_cpu write and when a poll CPU comes online. */
+static atomic_t sqcq_poll_cpu_gen = ATOMIC_INIT(0);
+static int sqcq_cpuhp_state;	/* dynamic hotplug state, 0: none */
 
 /*
  * Parse a cpulist (as in "0-3,8") into @mask.  Empty or blank means
@@ -89,7 +95,7 @@ static int sqcq_poll_cpu_set(const char *val, const struct kernel_param *kp)
 		strscpy(sqcq_poll_cpu_str, clean, sizeof(sqcq_poll_cpu_str));
 		cpumask_copy(&sqcq_poll_cpu_mask, mask);
 		spin_unlock(&sqcq_param_lock);
-		atomic_inc(&sqcq_param_gen);
+		atomic_inc(&sqcq_poll_cpu_gen);
 	}
 	free_cpumask_var(mask);
 	return ret;
@@ -121,8 +127,8 @@ static int sqcq_poll_idle_set(const char *val, const struct kernel_param *kp)
 		       strim(shown), SQCQ_POLL_IDLE_US_MAX);
 		return -EINVAL;
 	}
+	/* Read by the pollers at each pass: nothing to rebind. */
 	WRITE_ONCE(sqcq_poll_idle_us, v);
-	atomic_inc(&sqcq_param_gen);
 	return 0;
 }
 
@@ -162,7 +168,73 @@ static inline void sqcq_show_poll_params(struct seq_file *m)
 		seq_puts(m, "poll_cpu_effective: unbound\n");
 	spin_unlock(&sqcq_param_lock);
 	seq_printf(m, "poll_idle_us_effective: %u\n", sqcq_poll_idle());
-	seq_printf(m, "param_generation: %d\n", atomic_read(&sqcq_param_gen));
+	seq_printf(m, "poll_cpu_generation: %d\n",
+		   atomic_read(&sqcq_poll_cpu_gen));
+}
+
+/*
+ * Bind the calling poll thread to the @k-th CPU of poll_cpu (modulo its
+ * weight), or, with poll_cpu empty, to the CPUs the kernel keeps for
+ * unbound kthreads (isolcpus= and nohz_full= CPUs stay untouched).
+ * Returns the CPU it is bound to, -ENOENT when poll_cpu is empty, or
+ * -EAGAIN when the chosen CPU is offline (then it runs unbound until that
+ * CPU comes back: sqcq_poll_cpu_online() asks for a new bind).
+ */
+static inline int sqcq_poll_bind_current(unsigned int k)
+{
+	unsigned int cpu = nr_cpu_ids;
+	cpumask_var_t mask;
+	int ret = -ENOENT;
+
+	if (!zalloc_cpumask_var(&mask, GFP_KERNEL))
+		return -ENOMEM;
+	if (sqcq_poll_cpus(mask)) {
+		k %= cpumask_weight(mask);
+		for_each_cpu(cpu, mask)
+			if (!k--)
+				break;
+	}
+	free_cpumask_var(mask);
+	if (cpu < nr_cpu_ids) {
+		if (!set_cpus_allowed_ptr(current, cpumask_of(cpu)))
+			return cpu;
+		ret = -EAGAIN;
+	}
+	set_cpus_allowed_ptr(current, housekeeping_cpumask(HK_TYPE_KTHREAD));
+	return ret;
+}
+
+/* A CPU came online: pollers meant for it bind again at their next pass. */
+static int sqcq_poll_cpu_online(unsigned int cpu)
+{
+	bool ours;
+
+	spin_lock(&sqcq_param_lock);
+	ours = cpumask_test_cpu(cpu, &sqcq_poll_cpu_mask);
+	spin_unlock(&sqcq_param_lock);
+	if (ours)
+		atomic_inc(&sqcq_poll_cpu_gen);
+	return 0;
+}
+
+/* Module init and exit: follow CPU hotplug for poll_cpu. */
+static inline int sqcq_param_init(const char *name)
+{
+	int ret;
+
+	ret = cpuhp_setup_state_nocalls(CPUHP_AP_ONLINE_DYN, name,
+					sqcq_poll_cpu_online, NULL);
+	if (ret < 0)
+		return ret;
+	sqcq_cpuhp_state = ret;
+	return 0;
+}
+
+static inline void sqcq_param_exit(void)
+{
+	if (sqcq_cpuhp_state > 0)
+		cpuhp_remove_state_nocalls(sqcq_cpuhp_state);
+	sqcq_cpuhp_state = 0;
 }
 
 #endif /* SQCQ_PARAM_H */

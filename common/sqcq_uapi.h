@@ -383,6 +383,19 @@ static inline void sqcq_clear_need_wakeup(__le16 *own_flags, __u16 need)
 }
 
 /*
+ * Consumer side, when it cannot poll for a while (it yields the CPU, or it
+ * was kept from running) but is not going to sleep: ask for notifications.
+ * Full barrier so that the consumer's next check of the index (it drains
+ * right after) cannot pass the flag store; pairs with the full barrier in
+ * sqcq_publish().  sqcq_clear_need_wakeup() ends it when polling resumes.
+ */
+static inline void sqcq_request_notify(__le16 *own_flags, __u16 need)
+{
+	sqcq_store16(own_flags, sqcq_load16(own_flags) | need);
+	sqcq_mb();
+}
+
+/*
  * Graceful degradation (docs/protocol.md section 5): a side that stops polling sets its
  * NEED_WAKEUP bit for good (plus STOPPED for observability) so the peer
  * notifies on every publish.  Full barrier so that a later check of the
@@ -391,9 +404,7 @@ static inline void sqcq_clear_need_wakeup(__le16 *own_flags, __u16 need)
 static inline void sqcq_stop_polling(__le16 *own_flags, __u16 need,
 				     __u16 stopped)
 {
-	sqcq_store16(own_flags, sqcq_load16(own_flags) | need | stopped);
-	/* Pairs with the full barrier in sqcq_publish(). */
-	sqcq_mb();
+	sqcq_request_notify(own_flags, need | stopped);
 }
 
 /* ------------------------------------------------------------------ */

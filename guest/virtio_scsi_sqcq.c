@@ -23,6 +23,7 @@
 #include <linux/blk-mq.h>
 #include <linux/completion.h>
 #include <linux/debugfs.h>
+#include <linux/hrtimer.h>
 #include <linux/interrupt.h>
 #include <linux/kthread.h>
 #include <linux/module.h>
@@ -231,6 +232,16 @@ struct sqcq_dev {
 	struct task_struct *poller;	/* referenced until sqcq_sqcq_stop() */
 	int poll_bound_gen;		/* poll thread only */
 	u64 poll_sleeps, poll_wakeups;	/* poll thread, racy reads */
+	/*
+	 * Starvation watchdog (sqcq_poll_watchdog()).  poll_spinning: the
+	 * CQs do not ask for interrupts, completions wait for the poll
+	 * thread.  poll_passes: its loop count.  poll_rescued: the watchdog
+	 * asked for interrupts since its last pass.
+	 */
+	struct hrtimer poll_watchdog;
+	unsigned long poll_passes, wd_passes;
+	bool poll_spinning, poll_rescued;
+	u64 poll_yields, poll_rescues;	/* racy reads */
 	u16 host_nthreads;
 	u32 host_idle_us;
 	struct sqcq_vq ctrl;
@@ -1381,33 +1392,19 @@ static void sqcq_vqs_teardown(struct sqcq_dev *dev)
 
 /*
  * Bind the poll thread to one CPU of poll_cpu (the SCSI host number picks
- * round-robin), or unbind it when poll_cpu is empty.  A CPU that went
- * offline leaves it unbound with one line; the scheduler moves a thread
- * whose CPU goes offline later, and the next parameter write rebinds it.
+ * round-robin), or to the housekeeping CPUs when poll_cpu is empty.  A CPU
+ * of poll_cpu that is offline leaves it unbound, with one line, until that
+ * CPU comes back (sqcq_poll_bind_current()).
  */
 static void sqcq_poll_bind(struct sqcq_dev *dev)
 {
-	unsigned int k, cpu = nr_cpu_ids;
-	cpumask_var_t mask;
+	int cpu = sqcq_poll_bind_current(dev->shost->host_no);
 
-	if (!zalloc_cpumask_var(&mask, GFP_KERNEL))
-		return;
-	if (sqcq_poll_cpus(mask)) {
-		k = dev->shost->host_no % cpumask_weight(mask);
-		for_each_cpu(cpu, mask)
-			if (!k--)
-				break;
-	}
-	if (cpu < nr_cpu_ids && !set_cpus_allowed_ptr(current, cpumask_of(cpu))) {
-		dev_info(&dev->vdev->dev, "SQ/CQ poll thread bound to CPU %u\n",
+	if (cpu >= 0)
+		dev_info(&dev->vdev->dev, "SQ/CQ poll thread bound to CPU %d\n",
 			 cpu);
-	} else {
-		if (cpu < nr_cpu_ids)
-			dev_warn(&dev->vdev->dev, "cannot bind the SQ/CQ poll thread to CPU %u (offline?), unbound\n",
-				 cpu);
-		set_cpus_allowed_ptr(current, cpu_possible_mask);
-	}
-	free_cpumask_var(mask);
+	else if (cpu == -EAGAIN)
+		dev_warn(&dev->vdev->dev, "the SQ/CQ poll thread's CPU in poll_cpu is offline: unbound until it is back\n");
 }
 
 /* Interrupt queues are the ones the poll thread serves. */
@@ -1483,20 +1480,93 @@ static bool sqcq_poll_prepare_sleep(struct sqcq_dev *dev)
 	return true;
 }
 
+/*
+ * How long the poll thread may go without a pass while the CQs ask for no
+ * interrupts.  Beyond it, the watchdog asks for them in its place.
+ */
+#define SQCQ_POLL_WATCHDOG_NS	(2 * NSEC_PER_MSEC)
+
+/*
+ * The poll thread goes on polling: the CQs stop asking for interrupts, and
+ * the watchdog watches that it keeps running.
+ */
 static void sqcq_poll_awake(struct sqcq_dev *dev)
 {
 	struct sqcq_vq *q;
 	unsigned int i;
 
+	WRITE_ONCE(dev->poll_rescued, false);
+	WRITE_ONCE(dev->poll_spinning, true);
+	hrtimer_start(&dev->poll_watchdog, ns_to_ktime(SQCQ_POLL_WATCHDOG_NS),
+		      HRTIMER_MODE_REL_HARD);
 	sqcq_for_each_polled(dev, q, i)
 		sqcq_clear_need_wakeup(&q->cq->flags, VRING_CQ_F_NEED_WAKEUP);
 }
 
 /*
+ * Ask for interrupts on every polled CQ, then complete what the host
+ * published before it could see that (DESIGN 4.3: flag, full barrier inside
+ * sqcq_request_notify(), re-read).  Any context.
+ */
+static void sqcq_poll_request_irqs(struct sqcq_dev *dev)
+{
+	struct sqcq_vq *q;
+	unsigned int i;
+
+	sqcq_for_each_polled(dev, q, i) {
+		sqcq_request_notify(&q->cq->flags, VRING_CQ_F_NEED_WAKEUP);
+		sqcq_vq_drain(q, SQCQ_SRC_SQCQ);
+	}
+}
+
+/*
+ * The poll thread runs at normal priority: an RT task, or any preemption
+ * on a fully preemptible kernel, can keep it off the CPU while the CQs ask
+ * for no interrupts, and completions would wait for it.  This hard-irq
+ * timer runs every SQCQ_POLL_WATCHDOG_NS while the thread polls; when the
+ * thread made no pass in a whole period it asks for interrupts in the
+ * thread's place and completes what was already published, so completions
+ * come by interrupt (sqcq_req_cb() completes them itself) until the
+ * thread runs again and clears the flags.
+ */
+static enum hrtimer_restart sqcq_poll_watchdog(struct hrtimer *t)
+{
+	struct sqcq_dev *dev = container_of(t, struct sqcq_dev, poll_watchdog);
+	unsigned long passes = READ_ONCE(dev->poll_passes);
+
+	if (!READ_ONCE(dev->poll_spinning))
+		return HRTIMER_NORESTART;
+	if (passes == dev->wd_passes && !READ_ONCE(dev->poll_rescued)) {
+		WRITE_ONCE(dev->poll_rescued, true);
+		WRITE_ONCE(dev->poll_rescues, dev->poll_rescues + 1);
+		sqcq_poll_request_irqs(dev);
+	}
+	dev->wd_passes = passes;
+	hrtimer_forward_now(t, ns_to_ktime(SQCQ_POLL_WATCHDOG_NS));
+	return HRTIMER_RESTART;
+}
+
+/*
+ * Another task wants this CPU: give it up with every CQ asking for
+ * interrupts, so that completions do not wait for this thread to be
+ * scheduled again.
+ */
+static void sqcq_poll_yield(struct sqcq_dev *dev)
+{
+	sqcq_poll_request_irqs(dev);
+	WRITE_ONCE(dev->poll_spinning, false);
+	WRITE_ONCE(dev->poll_yields, dev->poll_yields + 1);
+	cond_resched();
+	sqcq_poll_awake(dev);
+}
+
+/*
  * The device's poll thread: completes commands from the CQ doorbells,
  * spinning while there is work and for poll_idle_us after it, then sleeps
- * behind CQ NEED_WAKEUP until a queue interrupt.  When the host stops
- * polling, it asks sqcq_stop_work() to stop it and waits for that.
+ * behind CQ NEED_WAKEUP until a queue interrupt.  It never leaves the CPU
+ * with the CQs asking for no interrupts: it yields through
+ * sqcq_poll_yield(), and the watchdog covers preemption.  When the host
+ * stops polling, it asks sqcq_stop_work() to stop it and waits for that.
  */
 static int sqcq_poll_fn(void *data)
 {
@@ -1506,11 +1576,17 @@ static int sqcq_poll_fn(void *data)
 	struct sqcq_vq *q;
 	unsigned int i;
 
-	dev->poll_bound_gen = atomic_read(&sqcq_param_gen) - 1;
+	hrtimer_setup(&dev->poll_watchdog, sqcq_poll_watchdog, CLOCK_MONOTONIC,
+		      HRTIMER_MODE_REL_HARD);
+	dev->poll_bound_gen = atomic_read(&sqcq_poll_cpu_gen) - 1;
 	sqcq_poll_awake(dev);
 	while (!kthread_should_stop()) {
-		if (atomic_read(&sqcq_param_gen) != dev->poll_bound_gen) {
-			dev->poll_bound_gen = atomic_read(&sqcq_param_gen);
+		WRITE_ONCE(dev->poll_passes, dev->poll_passes + 1);
+		/* The watchdog asked for interrupts while we were away. */
+		if (unlikely(READ_ONCE(dev->poll_rescued)))
+			sqcq_poll_awake(dev);
+		if (atomic_read(&sqcq_poll_cpu_gen) != dev->poll_bound_gen) {
+			dev->poll_bound_gen = atomic_read(&sqcq_poll_cpu_gen);
 			sqcq_poll_bind(dev);
 		}
 		work = sqcq_poll_cq(dev, &stopped);
@@ -1519,10 +1595,15 @@ static int sqcq_poll_fn(void *data)
 		now = ktime_get_ns();
 		if (work)
 			last = now;
+		if (need_resched()) {
+			sqcq_poll_yield(dev);
+			continue;
+		}
 		if (work ||
 		    now - last < (u64)sqcq_poll_idle() * NSEC_PER_USEC) {
 			if (!work)
 				cpu_relax();
+			/* Not a yield (nothing waits): RCU's quiescent state. */
 			cond_resched();
 			continue;
 		}
@@ -1536,12 +1617,16 @@ static int sqcq_poll_fn(void *data)
 			last = now;
 			continue;
 		}
+		/* The flags ask for interrupts: the watchdog has nothing to do. */
+		WRITE_ONCE(dev->poll_spinning, false);
 		WRITE_ONCE(dev->poll_sleeps, dev->poll_sleeps + 1);
 		schedule();
 		WRITE_ONCE(dev->poll_wakeups, dev->poll_wakeups + 1);
 		sqcq_poll_awake(dev);
 		last = ktime_get_ns();
 	}
+	WRITE_ONCE(dev->poll_spinning, false);
+	hrtimer_cancel(&dev->poll_watchdog);
 	/*
 	 * Interrupt me on every completion from now on (DESIGN 4.2); the
 	 * barrier inside pairs with sqcq_publish() in the host.  Then reap
@@ -1990,6 +2075,8 @@ static int sqcq_info_show(struct seq_file *m, void *v)
 		   READ_ONCE(dev->poll_wake) ? "running" : "none");
 	seq_printf(m, "poll_sleeps: %llu\n", READ_ONCE(dev->poll_sleeps));
 	seq_printf(m, "poll_wakeups: %llu\n", READ_ONCE(dev->poll_wakeups));
+	seq_printf(m, "poll_yields: %llu\n", READ_ONCE(dev->poll_yields));
+	seq_printf(m, "poll_rescues: %llu\n", READ_ONCE(dev->poll_rescues));
 	seq_printf(m, "host: %u\n", shost->host_no);
 	seq_printf(m, "request_queues: %u\n", dev->nr_req);
 	seq_printf(m, "interrupt_queues: %u\n", dev->nr_irq);
@@ -2339,6 +2426,11 @@ static int __init sqcq_guest_init(void)
 {
 	int ret;
 
+	ret = sqcq_param_init("virtio_scsi_sqcq:online");
+	if (ret) {
+		pr_err("cannot follow CPU hotplug for poll_cpu (%d)\n", ret);
+		return ret;
+	}
 	sqcq_debugfs = debugfs_create_dir(KBUILD_MODNAME, NULL);
 	debugfs_create_file("params", 0444, sqcq_debugfs, NULL,
 			    &sqcq_params_fops);
@@ -2346,6 +2438,7 @@ static int __init sqcq_guest_init(void)
 	if (ret) {
 		pr_err("cannot register the virtio driver (%d)\n", ret);
 		debugfs_remove_recursive(sqcq_debugfs);
+		sqcq_param_exit();
 		return ret;
 	}
 	pr_info("version %s loaded%s\n", SQCQ_PKG_VERSION,
@@ -2358,6 +2451,7 @@ static void __exit sqcq_guest_exit(void)
 {
 	unregister_virtio_driver(&sqcq_driver);
 	debugfs_remove_recursive(sqcq_debugfs);
+	sqcq_param_exit();
 	pr_info("unloaded\n");
 }
 

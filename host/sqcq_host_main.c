@@ -258,40 +258,26 @@ static unsigned int sqcq_host_poll_idle(void)
 
 static int sqcq_host_poll_gen(void)
 {
-	return atomic_read(&sqcq_param_gen);
+	return atomic_read(&sqcq_poll_cpu_gen);
 }
 
 /*
  * Bind the calling poller (a device's worker) to one CPU of poll_cpu, the
- * device number choosing round-robin; unbound when poll_cpu is empty.  A
- * CPU that went offline since the parameter was set leaves it unbound,
- * with one line.  If the CPU goes offline later the scheduler moves the
- * thread; the next parameter write binds it again.
+ * device number choosing round-robin; housekeeping CPUs when poll_cpu is
+ * empty.  A CPU of poll_cpu that is offline leaves it unbound, with one
+ * line, until that CPU comes back (sqcq_poll_bind_current()).
  */
 static void sqcq_host_poll_bind(struct sqcq_vdev *vdev)
 {
 	struct sqcq_scsi *s = vdev->priv;
-	unsigned int k, cpu = nr_cpu_ids;
-	cpumask_var_t mask;
+	int cpu = sqcq_poll_bind_current(s->id);
 
-	if (!zalloc_cpumask_var(&mask, GFP_KERNEL))
-		return;
-	if (sqcq_poll_cpus(mask)) {
-		k = s->id % cpumask_weight(mask);
-		for_each_cpu(cpu, mask)
-			if (!k--)
-				break;
-	}
-	if (cpu < nr_cpu_ids && !set_cpus_allowed_ptr(current, cpumask_of(cpu))) {
-		sqcq_lifecycle_log(KERN_INFO, "dev%d: poll thread bound to CPU %u\n",
+	if (cpu >= 0)
+		sqcq_lifecycle_log(KERN_INFO, "dev%d: poll thread bound to CPU %d\n",
 				   s->id, cpu);
-	} else {
-		if (cpu < nr_cpu_ids)
-			sqcq_lifecycle_log(KERN_WARNING, "dev%d: cannot bind the poll thread to CPU %u (offline?), unbound\n",
-					   s->id, cpu);
-		set_cpus_allowed_ptr(current, cpu_possible_mask);
-	}
-	free_cpumask_var(mask);
+	else if (cpu == -EAGAIN)
+		sqcq_lifecycle_log(KERN_WARNING, "dev%d: the poll thread's CPU in poll_cpu is offline: unbound until it is back\n",
+				   s->id);
 }
 
 static const struct sqcq_vdev_ops sqcq_scsi_ops = {
@@ -533,6 +519,11 @@ static int __init sqcq_host_init(void)
 		}
 		sqcq_host_misc.name = "vhost-scsi";
 	}
+	ret = sqcq_param_init("vhost_scsi_sqcq:online");
+	if (ret) {
+		pr_err("cannot follow CPU hotplug for poll_cpu: %d\n", ret);
+		return ret;
+	}
 	/* debugfs first: an open of the node creates a directory in it. */
 	sqcq_debugfs = debugfs_create_dir(KBUILD_MODNAME, NULL);
 	debugfs_create_file("params", 0444, sqcq_debugfs, NULL,
@@ -557,6 +548,7 @@ err_tcm:
 	sqcq_tcm_unregister();
 err_debugfs:
 	debugfs_remove_recursive(sqcq_debugfs);
+	sqcq_param_exit();
 	return ret;
 }
 
@@ -569,6 +561,7 @@ static void __exit sqcq_host_exit(void)
 	misc_deregister(&sqcq_host_misc);
 	sqcq_tcm_unregister();
 	debugfs_remove_recursive(sqcq_debugfs);
+	sqcq_param_exit();
 	pr_info("unloaded\n");
 }
 

@@ -36,6 +36,10 @@ exists() {
 	return 0
 }
 
+# Both modules
+has SQCQ_HAVE_HK_TYPE linux/sched/isolation.h 'enum hk_type'
+has SQCQ_HAVE_HRTIMER_SETUP linux/hrtimer.h 'void hrtimer_setup\('
+
 # Host side
 has SQCQ_HAVE_EVENTFD_SIGNAL_1ARG linux/eventfd.h \
 	'void eventfd_signal\(struct eventfd_ctx \*ctx\)'

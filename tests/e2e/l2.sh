@@ -240,16 +240,23 @@ if [ "$GUEST" = sqcq ] && [ "$E2E_HOST" != intree ] && [ -n "$DISK_A" ] && vdev 
 	read -r idle0 <"$par"
 	fio --eta=never --output=/tmp/fio-rt.log --name=rt --filename="$DISK_A" \
 		--ioengine=libaio --direct=1 --rw=randrw --bs=4k --iodepth=8 \
-		--time_based --runtime=20 --size=16m >/dev/null 2>&1 &
+		--time_based --runtime=30 --size=16m >/dev/null 2>&1 &
 	fpid=$!
-	nap 2
+	# The load first (fio starts slowly on a slow L1), then the change.
+	ios "$DISK_A"
+	r0=$REPLY
+	under_load() { ios "$DISK_A"; [ "$REPLY" -gt $((r0 + 100)) ]; }
+	wait_for 15 under_load
 	echo 0 >"$par"
 	dbg_value "$d" poll_sleeps
 	s0=$REPLY
+	ios "$DISK_A"
+	r1=$REPLY
 	nap 3
 	dbg_value "$d" poll_sleeps
 	s1=$REPLY
-	check "runtime poll_idle_us=0 under load: the guest poller sleeps ($s0 -> $s1)" [ "$s1" -gt "$s0" ]
+	ios "$DISK_A"
+	check "runtime poll_idle_us=0 under load: the guest poller sleeps ($s0 -> $s1; I/Os $r0 -> $r1 -> $REPLY)" [ "$s1" -gt "$s0" ]
 	echo 1000000 >"$par"
 	nap 1
 	dbg_value "$d" poll_sleeps
@@ -265,6 +272,78 @@ if [ "$GUEST" = sqcq ] && [ "$E2E_HOST" != intree ] && [ -n "$DISK_A" ] && vdev 
 	check "runtime poll_idle_us changes under load: fio ok (status $st)" [ "$st" = 0 ]
 	echo "$idle0" >"$par"
 	phase "runtime poll_idle_us"
+fi
+
+# ---- 2b''. the poll thread kept off the CPU (SQ/CQ with our host) ----------
+# SCHED_FIFO busy loops on every vCPU with RT throttling off, fio above
+# them: the nice-0 poll thread gets no CPU at all while the loops run.
+# Completions must still come (by interrupt) and fio go on, with no command
+# timing out.  Under voluntary preemption the poll thread yields with the
+# CQs asking for interrupts (poll_yields); fully preemptible, it is
+# preempted anywhere and the watchdog asks in its place (poll_rescues).
+# rt_hog MODE: one round; "rt-hog MODE" checks.
+rt_hog() {
+	local mode=$1 y0 y1 w0 w1 t0 a b st fpid pm=/sys/kernel/debug/sched/preempt
+	if ! echo "$mode" >"$pm" 2>/dev/null; then
+		fail "rt-hog $mode (cannot select preemption mode $mode in $pm)"
+		return
+	fi
+	dbg_value "$d" poll_yields
+	y0=${REPLY:-0}
+	dbg_value "$d" poll_rescues
+	w0=${REPLY:-0}
+	dbg_value "$d" timer_resets
+	t0=$REPLY
+	chrt -f 60 fio --eta=never --output=/tmp/fio-hog.log --name=hog \
+		--filename="$DISK_A" --ioengine=libaio --direct=1 --rw=randrw \
+		--bs=4k --iodepth=8 --time_based --runtime=25 --size=16m \
+		>/dev/null 2>&1 &
+	fpid=$!
+	ios "$DISK_A"
+	a=$REPLY
+	under_load() { ios "$DISK_A"; [ "$REPLY" -gt $((a + 100)) ]; }
+	wait_for 15 under_load
+	echo -1 >/proc/sys/kernel/sched_rt_runtime_us
+	# A SCHED_FIFO 70 shell starts the loops (FIFO 50, one per CPU),
+	# reads the I/O count before and after 5 s of them, and ends them.
+	# shellcheck disable=SC2016
+	read -r a b < <(chrt -f 70 bash -c '
+		pids=""
+		for ((c = 0; c < $(nproc); c++)); do
+			taskset -c "$c" chrt -f 50 bash -c "while :; do :; done" &
+			pids="$pids $!"
+		done
+		read -r r _ _ _ w _ <"$1"; a=$((r + w))
+		read -r -t 5 <> <(:)
+		read -r r _ _ _ w _ <"$1"; b=$((r + w))
+		kill $pids
+		echo "$a $b"' hog "/sys/block/${DISK_A#/dev/}/stat")
+	echo "$rt0" >/proc/sys/kernel/sched_rt_runtime_us
+	wait "$fpid"
+	st=$?
+	dbg_value "$d" poll_yields
+	y1=${REPLY:-0}
+	dbg_value "$d" poll_rescues
+	w1=${REPLY:-0}
+	dbg_value "$d" timer_resets
+	log "rt-hog $mode: I/Os $a -> $b in 5 s under the loops; poll_yields $y0 -> $y1, poll_rescues $w0 -> $w1"
+	check "rt-hog $mode: I/O goes on while SCHED_FIFO loops hold every vCPU ($a -> $b)" \
+		[ "${b:-0}" -gt $((a + 10)) ]
+	check "rt-hog $mode: no command timed out (timer_resets $t0 -> $REPLY), fio ok (status $st)" \
+		[ "$REPLY.$st" = "$t0.0" ]
+	check "rt-hog $mode: the poll thread handed completions to interrupts (yields $y0 -> $y1, rescues $w0 -> $w1)" \
+		[ $((y1 + w1)) -gt $((y0 + w0)) ]
+}
+if [ "$GUEST" = sqcq ] && [ "$E2E_HOST" != intree ] && [ -n "$DISK_A" ] && vdev "$SLOT_A"; then
+	d=/sys/kernel/debug/virtio_scsi_sqcq/${REPLY##*/}
+	read -r rt0 </proc/sys/kernel/sched_rt_runtime_us
+	read -r pm0 </sys/kernel/debug/sched/preempt
+	pm0=${pm0#*(}
+	pm0=${pm0%%)*}
+	rt_hog voluntary
+	rt_hog full
+	echo "$pm0" >/sys/kernel/debug/sched/preempt
+	phase "rt-hog"
 fi
 
 # ---- 2c. device reset under load (our guest driver) -------------------------

@@ -160,9 +160,20 @@ if [ -n "$wpid" ] && [ "$(nproc)" -ge 2 ]; then
 			fail "poll_cpu offline (poller alive: $(kill -0 "$wpid" 2>/dev/null && echo yes || echo no), CPU $(on_cpu), requests $r0 -> $(requests))"
 		echo 1 >/sys/devices/system/cpu/cpu1/online ||
 			fail "CPU 1 back online"
+		wait_for 5 is_allowed 1 &&
+			pass "poll_cpu CPU back online: the poller is bound to it again" ||
+			fail "poll_cpu CPU back online: the poller is not bound to it (allowed: $(allowed))"
 	else
 		fail "poll_cpu offline (cannot take CPU 1 offline)"
 	fi
+	# poll_idle_us is read at every pass: a write must not rebind.
+	gen() { sed -n 's/^poll_cpu_generation: //p' /sys/kernel/debug/vhost_scsi_sqcq/params; }
+	g0=$(gen)
+	echo 300000 >$P/poll_idle_us
+	echo 200000 >$P/poll_idle_us
+	[ -n "$g0" ] && [ "$(gen)" = "$g0" ] && is_allowed 1 &&
+		pass "runtime poll_idle_us writes do not rebind (generation $g0)" ||
+		fail "runtime poll_idle_us writes do not rebind (generation $g0 -> $(gen), allowed $(allowed))"
 	echo >$P/poll_cpu
 	wait_for 5 is_allowed "0-$(($(nproc --all) - 1))" &&
 		pass "runtime poll_cpu= (empty) unbinds it ($(allowed))" ||
