@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
- * Module parameters both modules share: the poll CPU list and the poller
- * idle timeout.  Included once by each module; every module gets its own
- * copy of the state below.
+ * Module parameters both modules share: the poll CPU list, the poller idle
+ * timeout and whether the idle window adapts.  Each module defines the
+ * state once (SQCQ_PARAM_DEFINE) and declares the parameters with the ops
+ * defined there; every other file of the module sees declarations and the
+ * inline helpers.
  *
  * Writes arrive through sysfs (or the module command line) with the module's
  * parameter lock held, so setters never race each other.  Pollers read the
@@ -26,18 +28,35 @@
 #include <linux/spinlock.h>
 #include <linux/string.h>
 
+#include "sqcq_compat.h"
+#include "sqcq_poll.h"
+
 /* Longest cpulist string accepted, and the idle timeout's range. */
 #define SQCQ_POLL_CPU_MAXLEN		256
 #define SQCQ_POLL_IDLE_US_DEFAULT	1000
 #define SQCQ_POLL_IDLE_US_MAX		1000000
 
+/*
+ * The state, one definition per module (the file that defines
+ * SQCQ_PARAM_DEFINE before including this header).
+ */
 /* Protects sqcq_poll_cpu_str and sqcq_poll_cpu_mask as a pair. */
-static DEFINE_SPINLOCK(sqcq_param_lock);
-static char sqcq_poll_cpu_str[SQCQ_POLL_CPU_MAXLEN];
-static struct cpumask sqcq_poll_cpu_mask;	/* empty: unbound */
-static unsigned int sqcq_poll_idle_us = SQCQ_POLL_IDLE_US_DEFAULT;
+extern spinlock_t sqcq_param_lock;
+extern char sqcq_poll_cpu_str[SQCQ_POLL_CPU_MAXLEN];
+extern struct cpumask sqcq_poll_cpu_mask;	/* empty: unbound */
+extern unsigned int sqcq_poll_idle_us;
+/* Whether the idle window adapts below poll_idle_us (sqcq_poll.h). */
+extern bool sqcq_poll_adaptive;
 /* Bumped by every accepted poll_cpu write and when a poll CPU comes online. */
-static atomic_t sqcq_poll_cpu_gen = ATOMIC_INIT(0);
+extern atomic_t sqcq_poll_cpu_gen;
+
+#ifdef SQCQ_PARAM_DEFINE
+DEFINE_SPINLOCK(sqcq_param_lock);
+char sqcq_poll_cpu_str[SQCQ_POLL_CPU_MAXLEN];
+struct cpumask sqcq_poll_cpu_mask;
+unsigned int sqcq_poll_idle_us = SQCQ_POLL_IDLE_US_DEFAULT;
+bool sqcq_poll_adaptive = true;
+atomic_t sqcq_poll_cpu_gen = ATOMIC_INIT(0);
 static int sqcq_cpuhp_state;	/* dynamic hotplug state, 0: none */
 
 /*
@@ -142,6 +161,40 @@ static const struct kernel_param_ops sqcq_poll_idle_ops = {
 	.get = sqcq_poll_idle_get,
 };
 
+/* A CPU came online: pollers meant for it bind again at their next pass. */
+static int sqcq_poll_cpu_online(unsigned int cpu)
+{
+	bool ours;
+
+	spin_lock(&sqcq_param_lock);
+	ours = cpumask_test_cpu(cpu, &sqcq_poll_cpu_mask);
+	spin_unlock(&sqcq_param_lock);
+	if (ours)
+		atomic_inc(&sqcq_poll_cpu_gen);
+	return 0;
+}
+
+/* Module init and exit: follow CPU hotplug for poll_cpu. */
+static inline int sqcq_param_init(const char *name)
+{
+	int ret;
+
+	ret = cpuhp_setup_state_nocalls(CPUHP_AP_ONLINE_DYN, name,
+					sqcq_poll_cpu_online, NULL);
+	if (ret < 0)
+		return ret;
+	sqcq_cpuhp_state = ret;
+	return 0;
+}
+
+static inline void sqcq_param_exit(void)
+{
+	if (sqcq_cpuhp_state > 0)
+		cpuhp_remove_state_nocalls(sqcq_cpuhp_state);
+	sqcq_cpuhp_state = 0;
+}
+#endif /* SQCQ_PARAM_DEFINE */
+
 /* Copy the poll CPU mask; returns false when pollers are unbound. */
 static inline bool sqcq_poll_cpus(struct cpumask *out)
 {
@@ -156,6 +209,46 @@ static inline unsigned int sqcq_poll_idle(void)
 	return READ_ONCE(sqcq_poll_idle_us);
 }
 
+/* The most a poller spins without work, in ns (poll_idle_us). */
+static inline u64 sqcq_poll_ceil_ns(void)
+{
+	return (u64)sqcq_poll_idle() * NSEC_PER_USEC;
+}
+
+/*
+ * A poller's idle window after an idle period of @idle_ns: adaptive below
+ * the ceiling (sqcq_poll_window_next()), or the ceiling itself with
+ * poll_adaptive=0.
+ */
+static inline u64 sqcq_poll_window_update(u64 cur_ns, u64 idle_ns)
+{
+	u64 ceil = sqcq_poll_ceil_ns();
+
+	if (!READ_ONCE(sqcq_poll_adaptive))
+		return ceil;
+	return sqcq_poll_window_next(cur_ns, idle_ns, ceil);
+}
+
+/* A new poller's window: where adapting starts, or the fixed ceiling. */
+static inline u64 sqcq_poll_window_start(void)
+{
+	u64 ceil = sqcq_poll_ceil_ns();
+
+	if (!READ_ONCE(sqcq_poll_adaptive))
+		return ceil;
+	return min_t(u64, SQCQ_POLL_WINDOW_MIN_NS, ceil);
+}
+
+/* The window to spin for now: never above the current ceiling. */
+static inline u64 sqcq_poll_window(u64 cur_ns)
+{
+	u64 ceil = sqcq_poll_ceil_ns();
+
+	if (!READ_ONCE(sqcq_poll_adaptive))
+		return ceil;
+	return min(cur_ns, ceil);
+}
+
 /* The effective poll settings, for the debugfs "params" file. */
 static inline void sqcq_show_poll_params(struct seq_file *m)
 {
@@ -168,6 +261,7 @@ static inline void sqcq_show_poll_params(struct seq_file *m)
 		seq_puts(m, "poll_cpu_effective: unbound\n");
 	spin_unlock(&sqcq_param_lock);
 	seq_printf(m, "poll_idle_us_effective: %u\n", sqcq_poll_idle());
+	seq_printf(m, "poll_adaptive: %d\n", READ_ONCE(sqcq_poll_adaptive));
 	seq_printf(m, "poll_cpu_generation: %d\n",
 		   atomic_read(&sqcq_poll_cpu_gen));
 }
@@ -202,39 +296,6 @@ static inline int sqcq_poll_bind_current(unsigned int k)
 	}
 	set_cpus_allowed_ptr(current, housekeeping_cpumask(HK_TYPE_KTHREAD));
 	return ret;
-}
-
-/* A CPU came online: pollers meant for it bind again at their next pass. */
-static int sqcq_poll_cpu_online(unsigned int cpu)
-{
-	bool ours;
-
-	spin_lock(&sqcq_param_lock);
-	ours = cpumask_test_cpu(cpu, &sqcq_poll_cpu_mask);
-	spin_unlock(&sqcq_param_lock);
-	if (ours)
-		atomic_inc(&sqcq_poll_cpu_gen);
-	return 0;
-}
-
-/* Module init and exit: follow CPU hotplug for poll_cpu. */
-static inline int sqcq_param_init(const char *name)
-{
-	int ret;
-
-	ret = cpuhp_setup_state_nocalls(CPUHP_AP_ONLINE_DYN, name,
-					sqcq_poll_cpu_online, NULL);
-	if (ret < 0)
-		return ret;
-	sqcq_cpuhp_state = ret;
-	return 0;
-}
-
-static inline void sqcq_param_exit(void)
-{
-	if (sqcq_cpuhp_state > 0)
-		cpuhp_remove_state_nocalls(sqcq_cpuhp_state);
-	sqcq_cpuhp_state = 0;
 }
 
 #endif /* SQCQ_PARAM_H */

@@ -43,6 +43,7 @@
 #include <linux/virtio_config.h>
 #include <linux/virtio_ring.h>
 #include <linux/wait.h>
+#include "sqcq_poll.h"
 
 /* Split ring limit of the virtio spec (queue size is a power of 2 <= 32768). */
 #define SQCQ_VQ_MAX_NUM		32768u
@@ -158,9 +159,6 @@ struct sqcq_vdev_ops {
 	void (*handle_vq)(struct sqcq_vq *vq);
 	/* Owner reset or release: drop device state; dev->mutex held. */
 	void (*reset)(struct sqcq_vdev *dev);
-	/* Poll settings (module parameters of the device's module). */
-	unsigned int (*poll_idle_us)(void);
-	int (*poll_gen)(void);
 	/* Bind the calling poller per the poll_cpu setting. */
 	void (*poll_bind)(struct sqcq_vdev *dev);
 };
@@ -190,10 +188,10 @@ struct sqcq_vdev {
 	 */
 	struct mutex poll_lock;
 	struct sqcq_doorbells *db;	/* NULL: classic */
-	bool poll_asleep;		/* SQ NEED_WAKEUP published (worker) */
-	u64 poll_last_work_ns;		/* worker */
-	int poll_bound_gen;		/* parameter generation bound to */
-	u64 stat_sleeps, stat_wakeups;	/* poller, racy reads */
+	/* Written by the poll loop (sqcq_poll_run()), racy reads. */
+	u64 poll_window_ns;		/* the adaptive idle window */
+	u64 stat_sleeps, stat_wakeups, stat_yields;
+	u64 stat_sleep_why[SQCQ_SLEEP_NR];	/* sleeps by reason */
 };
 
 int sqcq_vdev_init(struct sqcq_vdev *dev, unsigned int nvqs,
@@ -286,17 +284,20 @@ void sqcq_doorbells_detach(struct sqcq_vdev *dev, const char *why);
 /* After a new memory table: keep the area only if it still maps the same. */
 void sqcq_doorbells_revalidate(struct sqcq_vdev *dev,
 			       const struct sqcq_umem *umem);
-/* Worker: poll the SQ doorbells; true when a queue had new requests. */
-bool sqcq_doorbells_poll(struct sqcq_vdev *dev);
-/* Worker: publish SQ NEED_WAKEUP everywhere; false when work arrived. */
-bool sqcq_doorbells_prepare_sleep(struct sqcq_vdev *dev);
-/* Worker: after a wakeup, clear SQ NEED_WAKEUP everywhere. */
-void sqcq_doorbells_awake(struct sqcq_vdev *dev);
+/*
+ * Worker: the SQ/CQ poll loop, for as long as doorbells with SQ polling
+ * are installed; returns when they are gone or the worker must stop.
+ */
+void sqcq_poll_run(struct sqcq_vdev *dev);
 /* Completion side of the handshake, from sqcq_vq_notify(). */
 bool sqcq_doorbells_publish_cq(struct sqcq_vq *vq);
 const struct sqcq_mem_region *sqcq_umem_lookup(const struct sqcq_umem *umem,
 					       u64 gpa);
 void sqcq_worker_serve(struct sqcq_vq *vq);
+/* Worker, poll_lock held: serve every pending queue; true if any. */
+bool sqcq_worker_serve_pending(struct sqcq_vdev *dev);
+/* Whether a queue is pending (a kick or a completion not served yet). */
+bool sqcq_worker_has_pending(struct sqcq_vdev *dev);
 
 /* Copy between a request's segments and a kernel buffer. */
 size_t sqcq_req_copy_from(const struct sqcq_req *req, void *buf,

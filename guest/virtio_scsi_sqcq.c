@@ -25,9 +25,11 @@
 #include <linux/debugfs.h>
 #include <linux/hrtimer.h>
 #include <linux/interrupt.h>
+#include <linux/kernel_stat.h>
 #include <linux/kthread.h>
 #include <linux/module.h>
 #include <linux/scatterlist.h>
+#include <linux/sched/stat.h>
 #include <linux/seq_file.h>
 #include <linux/slab.h>
 #include <linux/virtio.h>
@@ -51,6 +53,7 @@
 #include <scsi/scsi_tcq.h>
 
 #include "sqcq_compat.h"
+#define SQCQ_PARAM_DEFINE	/* the parameters' one definition */
 #include "sqcq_param.h"
 #include "sqcq_uapi.h"
 
@@ -69,6 +72,10 @@ MODULE_PARM_DESC(poll_cpu,
 module_param_cb(poll_idle_us, &sqcq_poll_idle_ops, NULL, 0644);
 MODULE_PARM_DESC(poll_idle_us,
 	"Busy-poll time in microseconds without completions before a poller sets NEED_WAKEUP and sleeps, 0..1000000 (default 1000; runtime writes apply at each poller's next pass)");
+
+module_param_named(poll_adaptive, sqcq_poll_adaptive, bool, 0644);
+MODULE_PARM_DESC(poll_adaptive,
+	"Adapt each poller's idle window below poll_idle_us to the gaps between requests, as KVM halt polling does (default 1; 0: always spin poll_idle_us)");
 
 static unsigned int poll_queues;
 
@@ -242,6 +249,8 @@ struct sqcq_dev {
 	unsigned long poll_passes, wd_passes;
 	bool poll_spinning, poll_rescued;
 	u64 poll_yields, poll_rescues;	/* racy reads */
+	u64 poll_window_ns;		/* adaptive idle window, racy reads */
+	u64 poll_sleep_why[SQCQ_SLEEP_NR];	/* sleeps by reason, ditto */
 	u16 host_nthreads;
 	u32 host_idle_us;
 	struct sqcq_vq ctrl;
@@ -1560,18 +1569,49 @@ static void sqcq_poll_yield(struct sqcq_dev *dev)
 	sqcq_poll_awake(dev);
 }
 
+/* Steal time of the CPU we run on, and the CPU, at the previous pass. */
+struct sqcq_steal {
+	u64 ns;
+	int cpu;
+};
+
+/*
+ * Whether the hypervisor ran something else on this vCPU since the last
+ * pass (steal time rose): spinning then burns time the host takes from
+ * another guest or thread, and our peer is likely not running either.
+ * Steal time moves at ticks; a move to another CPU only takes a new base.
+ */
+static bool sqcq_stolen(struct sqcq_steal *st)
+{
+	int cpu = raw_smp_processor_id();
+	u64 ns = kcpustat_cpu(cpu).cpustat[CPUTIME_STEAL];
+	bool rose = cpu == st->cpu && ns != st->ns;
+
+	st->ns = ns;
+	st->cpu = cpu;
+	return rose;
+}
+
 /*
  * The device's poll thread: completes commands from the CQ doorbells,
- * spinning while there is work and for poll_idle_us after it, then sleeps
- * behind CQ NEED_WAKEUP until a queue interrupt.  It never leaves the CPU
- * with the CQs asking for no interrupts: it yields through
- * sqcq_poll_yield(), and the watchdog covers preemption.  When the host
- * stops polling, it asks sqcq_stop_work() to stop it and waits for that.
+ * spinning while there is work and for an idle window after it, then
+ * sleeps behind CQ NEED_WAKEUP until a queue interrupt.  The window adapts
+ * to the gaps between completions below poll_idle_us; when another task
+ * wants the CPU it yields, and sleeps if that task is still there at the
+ * next pass without work; it sleeps at once without work while the
+ * hypervisor steals the vCPU (sqcq_poll_decide(), common/sqcq_poll.h).  It
+ * never leaves the CPU with the CQs asking for no interrupts: it yields
+ * through sqcq_poll_yield(), and the watchdog covers preemption.  When the
+ * host stops polling, it asks sqcq_stop_work() to stop it and waits for
+ * that.
  */
 static int sqcq_poll_fn(void *data)
 {
 	struct sqcq_dev *dev = data;
 	u64 last = ktime_get_ns(), now;
+	struct sqcq_steal steal = { .cpu = -1 };
+	enum sqcq_poll_step step = SQCQ_POLL_SPIN;
+	enum sqcq_sleep_reason why = SQCQ_SLEEP_IDLE;
 	bool work, stopped = false;
 	struct sqcq_vq *q;
 	unsigned int i;
@@ -1579,6 +1619,7 @@ static int sqcq_poll_fn(void *data)
 	hrtimer_setup(&dev->poll_watchdog, sqcq_poll_watchdog, CLOCK_MONOTONIC,
 		      HRTIMER_MODE_REL_HARD);
 	dev->poll_bound_gen = atomic_read(&sqcq_poll_cpu_gen) - 1;
+	WRITE_ONCE(dev->poll_window_ns, sqcq_poll_window_start());
 	sqcq_poll_awake(dev);
 	while (!kthread_should_stop()) {
 		WRITE_ONCE(dev->poll_passes, dev->poll_passes + 1);
@@ -1593,17 +1634,27 @@ static int sqcq_poll_fn(void *data)
 		if (unlikely(stopped))
 			break;
 		now = ktime_get_ns();
-		if (work)
+		if (work) {
+			WRITE_ONCE(dev->poll_window_ns,
+				   sqcq_poll_window_update(dev->poll_window_ns,
+							   now - last));
 			last = now;
-		if (need_resched()) {
+		}
+		step = sqcq_poll_decide(work,
+					need_resched() || !single_task_running(),
+					step == SQCQ_POLL_YIELD,
+					sqcq_stolen(&steal),
+					now - last >=
+					sqcq_poll_window(dev->poll_window_ns),
+					&why);
+		if (step == SQCQ_POLL_YIELD) {
 			sqcq_poll_yield(dev);
 			continue;
 		}
-		if (work ||
-		    now - last < (u64)sqcq_poll_idle() * NSEC_PER_USEC) {
+		if (step == SQCQ_POLL_SPIN) {
 			if (!work)
 				cpu_relax();
-			/* Not a yield (nothing waits): RCU's quiescent state. */
+			/* Nothing else wants the CPU: RCU's quiescent state. */
 			cond_resched();
 			continue;
 		}
@@ -1613,17 +1664,17 @@ static int sqcq_poll_fn(void *data)
 			break;
 		}
 		if (!sqcq_poll_prepare_sleep(dev)) {
+			/* Work arrived: the next pass takes it. */
 			__set_current_state(TASK_RUNNING);
-			last = now;
 			continue;
 		}
 		/* The flags ask for interrupts: the watchdog has nothing to do. */
 		WRITE_ONCE(dev->poll_spinning, false);
 		WRITE_ONCE(dev->poll_sleeps, dev->poll_sleeps + 1);
+		WRITE_ONCE(dev->poll_sleep_why[why], dev->poll_sleep_why[why] + 1);
 		schedule();
 		WRITE_ONCE(dev->poll_wakeups, dev->poll_wakeups + 1);
 		sqcq_poll_awake(dev);
-		last = ktime_get_ns();
 	}
 	WRITE_ONCE(dev->poll_spinning, false);
 	hrtimer_cancel(&dev->poll_watchdog);
@@ -2077,6 +2128,13 @@ static int sqcq_info_show(struct seq_file *m, void *v)
 	seq_printf(m, "poll_wakeups: %llu\n", READ_ONCE(dev->poll_wakeups));
 	seq_printf(m, "poll_yields: %llu\n", READ_ONCE(dev->poll_yields));
 	seq_printf(m, "poll_rescues: %llu\n", READ_ONCE(dev->poll_rescues));
+	seq_printf(m, "poll_sleeps_idle: %llu\n",
+		   READ_ONCE(dev->poll_sleep_why[SQCQ_SLEEP_IDLE]));
+	seq_printf(m, "poll_sleeps_contended: %llu\n",
+		   READ_ONCE(dev->poll_sleep_why[SQCQ_SLEEP_CONTENDED]));
+	seq_printf(m, "poll_sleeps_stolen: %llu\n",
+		   READ_ONCE(dev->poll_sleep_why[SQCQ_SLEEP_STOLEN]));
+	seq_printf(m, "poll_window_ns: %llu\n", READ_ONCE(dev->poll_window_ns));
 	seq_printf(m, "host: %u\n", shost->host_no);
 	seq_printf(m, "request_queues: %u\n", dev->nr_req);
 	seq_printf(m, "interrupt_queues: %u\n", dev->nr_irq);

@@ -30,6 +30,7 @@
 #include <linux/namei.h>
 
 #include "sqcq_compat.h"
+#define SQCQ_PARAM_DEFINE	/* the parameters' one definition */
 #include "sqcq_param.h"
 #include "sqcq_scsi.h"
 #include "sqcq_uapi.h"
@@ -47,6 +48,10 @@ MODULE_PARM_DESC(poll_cpu,
 module_param_cb(poll_idle_us, &sqcq_poll_idle_ops, NULL, 0644);
 MODULE_PARM_DESC(poll_idle_us,
 	"Busy-poll time in microseconds without work before a poller sets NEED_WAKEUP and sleeps, 0..1000000 (default 1000; runtime writes apply at each poller's next pass)");
+
+module_param_named(poll_adaptive, sqcq_poll_adaptive, bool, 0644);
+MODULE_PARM_DESC(poll_adaptive,
+	"Adapt each poller's idle window below poll_idle_us to the gaps between requests, as KVM halt polling does (default 1; 0: always spin poll_idle_us)");
 
 static bool takeover;
 module_param(takeover, bool, 0444);
@@ -251,16 +256,6 @@ static void sqcq_scsi_reset(struct sqcq_vdev *vdev)
 	sqcq_scsi_drop_endpoint(vdev->priv);
 }
 
-static unsigned int sqcq_host_poll_idle(void)
-{
-	return sqcq_poll_idle();
-}
-
-static int sqcq_host_poll_gen(void)
-{
-	return atomic_read(&sqcq_poll_cpu_gen);
-}
-
 /*
  * Bind the calling poller (a device's worker) to one CPU of poll_cpu, the
  * device number choosing round-robin; housekeeping CPUs when poll_cpu is
@@ -285,8 +280,6 @@ static const struct sqcq_vdev_ops sqcq_scsi_ops = {
 	.complete_vq	= sqcq_scsi_complete_vq,
 	.handle_vq	= sqcq_handle_vq,
 	.reset		= sqcq_scsi_reset,
-	.poll_idle_us	= sqcq_host_poll_idle,
-	.poll_gen	= sqcq_host_poll_gen,
 	.poll_bind	= sqcq_host_poll_bind,
 };
 
@@ -374,6 +367,11 @@ static int sqcq_queues_show(struct seq_file *m, void *v)
 		   READ_ONCE(s->vdev.db) ? "sqcq" : "classic",
 		   READ_ONCE(s->vdev.stat_sleeps),
 		   READ_ONCE(s->vdev.stat_wakeups));
+	seq_printf(m, "poll_sleeps_idle: %llu\npoll_sleeps_contended: %llu\npoll_yields: %llu\npoll_window_ns: %llu\n",
+		   READ_ONCE(s->vdev.stat_sleep_why[SQCQ_SLEEP_IDLE]),
+		   READ_ONCE(s->vdev.stat_sleep_why[SQCQ_SLEEP_CONTENDED]),
+		   READ_ONCE(s->vdev.stat_yields),
+		   READ_ONCE(s->vdev.poll_window_ns));
 	seq_puts(m, "vq num running broken mode requests kicks calls doorbells calls_saved\n");
 	/* Racy snapshot of counters the worker updates; good enough. */
 	for (i = 0; i < s->vdev.nvqs; i++) {

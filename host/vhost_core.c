@@ -351,61 +351,44 @@ void sqcq_worker_serve(struct sqcq_vq *vq)
 	mutex_unlock(&vq->mutex);
 }
 
-/*
- * One loop of an SQ/CQ poller (the worker while doorbells are installed),
- * after the pending queues were served (@work: any was).  Task state is
- * TASK_INTERRUPTIBLE on entry unless @work; a kick or completion sets a
- * pending bit and wakes us (sqcq_vq_queue_work()), which is what "armed"
- * means for sqcq_prepare_sleep().  Returns true to sleep (poll_lock must
- * be dropped first), false to loop again.
- */
-static bool sqcq_worker_poll(struct sqcq_vdev *dev, bool work)
+bool sqcq_worker_serve_pending(struct sqcq_vdev *dev)
 {
-	u64 now;
+	bool served = false;
+	unsigned int i;
 
-	if (dev->poll_asleep) {
-		/* Woken (by a kick or a completion): poll again. */
-		dev->poll_asleep = false;
-		WRITE_ONCE(dev->stat_wakeups, dev->stat_wakeups + 1);
-		sqcq_doorbells_awake(dev);
-		work = true;
-	}
-	if (dev->ops->poll_gen && dev->ops->poll_gen() != dev->poll_bound_gen) {
+	lockdep_assert_held(&dev->poll_lock);
+	for_each_set_bit(i, dev->pending, dev->nvqs) {
+		if (!test_and_clear_bit(i, dev->pending))
+			continue;
 		__set_current_state(TASK_RUNNING);
-		dev->poll_bound_gen = dev->ops->poll_gen();
-		dev->ops->poll_bind(dev);
+		served = true;
+		sqcq_worker_serve(&dev->vqs[i]);
+		/* 130 queues of a busy guest: not in one go. */
+		cond_resched();
 	}
-	if (!work)
-		work = sqcq_doorbells_poll(dev);
-	now = ktime_get_ns();
-	if (work) {
-		dev->poll_last_work_ns = now;
-		return false;
-	}
-	if (now - dev->poll_last_work_ns <
-	    (u64)dev->ops->poll_idle_us() * NSEC_PER_USEC)
-		return false;
-	/* Idle long enough: the handshake of docs/protocol.md section 4, then sleep. */
-	if (!sqcq_doorbells_prepare_sleep(dev)) {
-		dev->poll_last_work_ns = now;
-		return false;
-	}
-	dev->poll_asleep = true;
-	WRITE_ONCE(dev->stat_sleeps, dev->stat_sleeps + 1);
-	return true;
+	return served;
 }
 
+bool sqcq_worker_has_pending(struct sqcq_vdev *dev)
+{
+	return !bitmap_empty(dev->pending, dev->nvqs);
+}
+
+/*
+ * The worker: serves the queues marked pending (kicks, completions) and
+ * sleeps when none is.  While doorbells with SQ polling are installed it
+ * runs the poll loop instead (sqcq_poll_run(), host/vhost_sqcq.c), which
+ * returns here when they go.
+ */
 static int sqcq_worker_fn(void *data)
 {
 	struct sqcq_vdev *dev = data;
-	unsigned int i;
+	bool served, polling;
 
 	/* dev->mm is set before the thread is woken and put after it stops. */
 	kthread_use_mm(dev->mm);
 	for (;;) {
-		bool served = false, sleep;
-
-		/* Excludes doorbell removal for the whole iteration. */
+		/* Excludes doorbell removal while queues are served. */
 		mutex_lock(&dev->poll_lock);
 		/* Task state before the bit tests: see sqcq_vq_queue_work(). */
 		set_current_state(TASK_INTERRUPTIBLE);
@@ -414,31 +397,17 @@ static int sqcq_worker_fn(void *data)
 			mutex_unlock(&dev->poll_lock);
 			break;
 		}
-		for_each_set_bit(i, dev->pending, dev->nvqs) {
-			if (!test_and_clear_bit(i, dev->pending))
-				continue;
-			__set_current_state(TASK_RUNNING);
-			served = true;
-			sqcq_worker_serve(&dev->vqs[i]);
-			/* 130 queues of a busy guest: not in one go. */
-			cond_resched();
-		}
-		if (dev->db && dev->db->sq_poll) {
-			sleep = sqcq_worker_poll(dev, served);
-			if (!sleep) {
-				__set_current_state(TASK_RUNNING);
-				served = true;	/* keep polling */
-			}
-		} else {
-			sleep = !served;
-		}
+		served = sqcq_worker_serve_pending(dev);
+		polling = dev->db && dev->db->sq_poll;
 		mutex_unlock(&dev->poll_lock);
-		if (sleep) {
-			schedule();
-		} else {
-			if (!served)
-				cpu_relax();
+		if (polling) {
+			__set_current_state(TASK_RUNNING);
+			sqcq_poll_run(dev);
+		} else if (served) {
+			__set_current_state(TASK_RUNNING);
 			cond_resched();
+		} else {
+			schedule();
 		}
 	}
 	kthread_unuse_mm(dev->mm);

@@ -5,10 +5,9 @@
  * The guest's doorbell area is pinned and mapped into the kernel once, at
  * setup, so the poll loop reads and writes it with plain loads and stores
  * (no get_user, no page walks).  The device's worker thread is the poller:
- * while doorbells are installed it does not sleep after serving, it polls
- * the SQ index of every polled queue (sqcq_doorbells_poll()), and only
- * after poll_idle_us without work does it publish SQ NEED_WAKEUP and sleep
- * until a kick (sqcq_worker_poll() in vhost_core.c).  Completions publish
+ * while doorbells are installed it runs sqcq_poll_run(), which holds the
+ * whole polling policy (when to spin, yield or sleep, and why) and the
+ * sleep handshake of docs/protocol.md section 4.  Completions publish
  * the CQ index and signal only when the guest's poller asked for it
  * (sqcq_doorbells_publish_cq(), called from the one notify decision point,
  * sqcq_vq_notify()).
@@ -20,10 +19,13 @@
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
+#include <linux/kthread.h>
 #include <linux/mm.h>
+#include <linux/sched/stat.h>
 #include <linux/slab.h>
 #include <linux/vmalloc.h>
 
+#include "sqcq_param.h"
 #include "sqcq_uapi.h"
 #include "sqcq_vhost.h"
 
@@ -97,12 +99,13 @@ int __sqcq_doorbells_attach(struct sqcq_vdev *dev,
 		 */
 		sqcq_store16(&vq->cq->idx, vq->last_used_idx);
 	}
-	/* debugfs reads mode and queue pointers without poll_lock. */
+	/*
+	 * debugfs reads mode and queue pointers without poll_lock.  The
+	 * worker sees the doorbells when it drops poll_lock and enters the
+	 * poll loop, whose first pass clears SQ NEED_WAKEUP.
+	 */
 	WRITE_ONCE(dev->db, db);
-	/* First loop: clear NEED_WAKEUP, bind per poll_cpu, start the clock. */
-	dev->poll_asleep = true;
-	dev->poll_bound_gen = dev->ops->poll_gen() - 1;
-	dev->poll_last_work_ns = ktime_get_ns();
+	WRITE_ONCE(dev->poll_window_ns, sqcq_poll_window_start());
 	return SQCQ_S_OK;
 
 fail:
@@ -128,7 +131,6 @@ bool __sqcq_doorbells_detach(struct sqcq_vdev *dev, const char *why)
 		WRITE_ONCE(vq->cq, NULL);
 	}
 	WRITE_ONCE(dev->db, NULL);
-	dev->poll_asleep = false;
 	sqcq_db_free(db);
 	sqcq_lifecycle_log(KERN_INFO, "owner %d: SQ/CQ stopped (%s), queues back to classic\n",
 			   dev->owner_pid, why);
@@ -193,7 +195,8 @@ void sqcq_doorbells_revalidate(struct sqcq_vdev *dev,
 	mutex_unlock(&dev->poll_lock);
 }
 
-bool sqcq_doorbells_poll(struct sqcq_vdev *dev)
+/* Serve every polled queue whose SQ index moved; true if any did. */
+static bool sqcq_doorbells_poll(struct sqcq_vdev *dev)
 {
 	struct sqcq_doorbells *db = dev->db;
 	bool work = false;
@@ -214,14 +217,20 @@ bool sqcq_doorbells_poll(struct sqcq_vdev *dev)
 		 */
 		vq->sq_seen = idx;
 		WRITE_ONCE(vq->stat_doorbells, vq->stat_doorbells + 1);
-		__set_current_state(TASK_RUNNING);
 		sqcq_worker_serve(vq);
 		work = true;
 	}
 	return work;
 }
 
-bool sqcq_doorbells_prepare_sleep(struct sqcq_vdev *dev)
+/*
+ * Publish SQ NEED_WAKEUP on every polled queue, full barrier, re-read each
+ * index (docs/protocol.md section 4); pairs with sqcq_publish() in the
+ * guest's submit path.  False, with the flags withdrawn, when a queue has
+ * new requests.  The caller is armed: TASK_INTERRUPTIBLE, woken by kicks
+ * (sqcq_vq_queue_work()).
+ */
+static bool sqcq_doorbells_prepare_sleep(struct sqcq_vdev *dev)
 {
 	struct sqcq_doorbells *db = dev->db;
 	unsigned int i, j;
@@ -230,15 +239,9 @@ bool sqcq_doorbells_prepare_sleep(struct sqcq_vdev *dev)
 	for (i = 0; i < db->nq; i++) {
 		struct sqcq_vq *vq = &dev->vqs[db->first_vq + i];
 
-		/*
-		 * Set NEED_WAKEUP, full barrier, re-read the index
-		 * (docs/protocol.md section 4); pairs with sqcq_publish() in the guest's submit path.
-		 * The caller is armed: TASK_INTERRUPTIBLE, woken by kicks.
-		 */
 		if (sqcq_prepare_sleep(&vq->sq->flags, VRING_SQ_F_NEED_WAKEUP,
 				       &vq->sq->idx, vq->sq_seen))
 			continue;
-		/* New work: withdraw the flags set so far, keep polling. */
 		for (j = 0; j < i; j++)
 			sqcq_clear_need_wakeup(&dev->vqs[db->first_vq + j].sq->flags,
 					       VRING_SQ_F_NEED_WAKEUP);
@@ -247,15 +250,135 @@ bool sqcq_doorbells_prepare_sleep(struct sqcq_vdev *dev)
 	return true;
 }
 
-void sqcq_doorbells_awake(struct sqcq_vdev *dev)
+/*
+ * Ask for kicks on every polled queue before leaving the CPU without
+ * sleeping (a yield); the full barrier inside pairs with sqcq_publish() in
+ * the guest.  A request published before the guest saw the flag was not
+ * kicked: the next pass finds it through the index, as it would anyway.
+ */
+static void sqcq_doorbells_request_kicks(struct sqcq_vdev *dev)
 {
 	struct sqcq_doorbells *db = dev->db;
 	unsigned int i;
 
 	lockdep_assert_held(&dev->poll_lock);
 	for (i = 0; i < db->nq; i++)
-		sqcq_clear_need_wakeup(&dev->vqs[db->first_vq + i].sq->flags,
-				       VRING_SQ_F_NEED_WAKEUP);
+		sqcq_request_notify(&dev->vqs[db->first_vq + i].sq->flags,
+				    VRING_SQ_F_NEED_WAKEUP);
+}
+
+/*
+ * Polling (again): stop asking for kicks.  Only a set flag is written, so
+ * a spinning poller does not dirty the line the guest reads on every
+ * submit.  No barrier: see sqcq_clear_need_wakeup().
+ */
+static void sqcq_doorbells_awake(struct sqcq_vdev *dev)
+{
+	struct sqcq_doorbells *db = dev->db;
+	unsigned int i;
+
+	lockdep_assert_held(&dev->poll_lock);
+	for (i = 0; i < db->nq; i++) {
+		__le16 *flags = &dev->vqs[db->first_vq + i].sq->flags;
+
+		if (sqcq_load16(flags) & VRING_SQ_F_NEED_WAKEUP)
+			sqcq_clear_need_wakeup(flags, VRING_SQ_F_NEED_WAKEUP);
+	}
+}
+
+static bool sqcq_poll_active(struct sqcq_vdev *dev)
+{
+	lockdep_assert_held(&dev->poll_lock);
+	return dev->db && dev->db->sq_poll && !kthread_should_stop();
+}
+
+/*
+ * The SQ/CQ poll loop of a device's worker, shaped like io_uring's SQPOLL
+ * thread: each pass holds poll_lock (the doorbells cannot go away under
+ * it), stops asking for kicks, rebinds if poll_cpu changed, serves pending
+ * queues and moved SQ doorbells, then does what sqcq_poll_decide()
+ * (common/sqcq_poll.h) says:
+ *
+ *   - spin: poll again;
+ *   - yield (another task wants this CPU): ask for kicks on every SQ, give
+ *     the CPU up if the scheduler wants it, and poll again; the next pass
+ *     clears the flags;
+ *   - sleep (idle window over, or still contended after a yield): the
+ *     handshake of docs/protocol.md section 4: task state, NEED_WAKEUP on
+ *     every SQ, full barrier, re-check (sqcq_doorbells_prepare_sleep()),
+ *     schedule(); the next pass clears the flags.
+ *
+ * The idle window adapts to the gaps between requests below poll_idle_us
+ * (sqcq_poll_window_update()).  Returns when the doorbells are gone or the
+ * worker must stop.
+ */
+void sqcq_poll_run(struct sqcq_vdev *dev)
+{
+	int bound_gen = atomic_read(&sqcq_poll_cpu_gen) - 1;
+	u64 last = ktime_get_ns(), now;
+	enum sqcq_sleep_reason why = SQCQ_SLEEP_IDLE;
+	bool work, contended, yielded = false;
+	enum sqcq_poll_step step;
+	int gen;
+
+	for (;;) {
+		mutex_lock(&dev->poll_lock);
+		if (!sqcq_poll_active(dev)) {
+			mutex_unlock(&dev->poll_lock);
+			return;
+		}
+		sqcq_doorbells_awake(dev);
+		gen = atomic_read(&sqcq_poll_cpu_gen);
+		if (gen != bound_gen) {
+			bound_gen = gen;
+			dev->ops->poll_bind(dev);
+		}
+		work = sqcq_worker_serve_pending(dev);
+		/* Serving may have torn the doorbells down (a guest request). */
+		if (!sqcq_poll_active(dev)) {
+			mutex_unlock(&dev->poll_lock);
+			return;
+		}
+		work |= sqcq_doorbells_poll(dev);
+		now = ktime_get_ns();
+		if (work) {
+			WRITE_ONCE(dev->poll_window_ns,
+				   sqcq_poll_window_update(dev->poll_window_ns,
+							   now - last));
+			last = now;
+		}
+		contended = need_resched() || !single_task_running();
+		step = sqcq_poll_decide(work, contended, yielded, false,
+					now - last >=
+					sqcq_poll_window(dev->poll_window_ns),
+					&why);
+		yielded = step == SQCQ_POLL_YIELD;
+		if (step == SQCQ_POLL_YIELD) {
+			sqcq_doorbells_request_kicks(dev);
+			WRITE_ONCE(dev->stat_yields, dev->stat_yields + 1);
+		}
+		if (step != SQCQ_POLL_SLEEP) {
+			mutex_unlock(&dev->poll_lock);
+			if (step == SQCQ_POLL_SPIN && !work)
+				cpu_relax();
+			cond_resched();
+			continue;
+		}
+		/* Armed before the re-checks: see sqcq_vq_queue_work(). */
+		set_current_state(TASK_INTERRUPTIBLE);
+		if (sqcq_worker_has_pending(dev) ||
+		    !sqcq_doorbells_prepare_sleep(dev)) {
+			__set_current_state(TASK_RUNNING);
+			mutex_unlock(&dev->poll_lock);
+			continue;
+		}
+		WRITE_ONCE(dev->stat_sleeps, dev->stat_sleeps + 1);
+		WRITE_ONCE(dev->stat_sleep_why[why],
+			   dev->stat_sleep_why[why] + 1);
+		mutex_unlock(&dev->poll_lock);
+		schedule();
+		WRITE_ONCE(dev->stat_wakeups, dev->stat_wakeups + 1);
+	}
 }
 
 bool sqcq_doorbells_publish_cq(struct sqcq_vq *vq)

@@ -8,7 +8,7 @@
  *
  *   vhost-io NODE WWPN [-q QUEUES] [-d DEPTH] [-t SECONDS | -n IOS]
  *            [-m read|write|verify] [-T TARGET] [-L LUN] [-s] [-i IDLE_US]
- *            [-p PAUSE_MS] [-D] [-C]
+ *            [-p PAUSE_MS] [-g GAP_MS] [-D] [-C]
  *
  * DEPTH requests (1..85) stay in flight on each of QUEUES request queues
  * (1..16); each is a READ(10)/WRITE(10) of 4 KiB, three descriptors
@@ -22,7 +22,8 @@
  * and polls the CQ indexes, sleeping on the call eventfds behind CQ
  * NEED_WAKEUP after IDLE_US (default 1000) without completions.
  * -p pauses submissions for PAUSE_MS halfway (the pollers fall asleep; the
- * next submission must wake the host).  -D prints this device's debugfs
+ * next submission must wake the host).  -g waits GAP_MS before each
+ * resubmission (sparse I/O at depth 1).  -D prints this device's debugfs
  * "queues" file of vhost_scsi_sqcq before closing.  -C runs the SQ/CQ setup
  * checks (good and malformed requests; PASS:/FAIL: lines) instead of I/O.
  *
@@ -748,7 +749,7 @@ static int setup_close_cycles(const char *node, const char *wwpn,
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: vhost-io NODE WWPN [-q QUEUES] [-d DEPTH] [-t SECONDS | -n IOS] [-m read|write|verify] [-T TARGET] [-L LUN] [-s] [-i IDLE_US] [-p PAUSE_MS] [-D] [-C]\n");
+	fprintf(stderr, "usage: vhost-io NODE WWPN [-q QUEUES] [-d DEPTH] [-t SECONDS | -n IOS] [-m read|write|verify] [-T TARGET] [-L LUN] [-s] [-i IDLE_US] [-p PAUSE_MS] [-g GAP_MS] [-D] [-C]\n");
 	exit(2);
 }
 
@@ -759,12 +760,13 @@ int main(int argc, char **argv)
 	static unsigned int held[MAXQ][SLOTS], nheld[MAXQ];
 	double secs = 5, t0, t1, idle_since = 0, client_idle = 0.001;
 	double pause_ms = 0, pause_at, pause_end = 0;
+	useconds_t gap_us = 0;	/* -g: think time before each resubmission */
 	unsigned long long sleeps = 0, max_ios = 0;
 	int fd, use_sqcq = 0, dump = 0, checks = 0, paused = 0, c;
 	unsigned int cycles = 0;
 	struct pollfd pfd[MAXQ];
 
-	while ((c = getopt(argc, argv, "q:d:t:n:m:T:L:si:p:DCR:")) != -1) {
+	while ((c = getopt(argc, argv, "q:d:t:n:m:T:L:si:p:g:DCR:")) != -1) {
 		switch (c) {
 		case 'q': nq = atoi(optarg); break;
 		case 'd': depth = atoi(optarg); break;
@@ -779,6 +781,7 @@ int main(int argc, char **argv)
 		case 's': use_sqcq = 1; break;
 		case 'i': client_idle = atof(optarg) / 1e6; break;
 		case 'p': pause_ms = atof(optarg); break;
+		case 'g': gap_us = (useconds_t)(atof(optarg) * 1000); break;
 		case 'D': dump = 1; break;
 		case 'C': checks = 1; use_sqcq = 1; break;
 		case 'R': cycles = strtoul(optarg, NULL, 0); break;
@@ -908,6 +911,8 @@ int main(int argc, char **argv)
 				ios++;
 				slot_done(i, sl, e->len);
 				if (!done && paused != 1) {
+					if (gap_us)
+						usleep(gap_us);
 					slot_post(q, i, sl);
 					posted++;
 				} else if (!done) {

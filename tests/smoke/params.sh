@@ -61,10 +61,25 @@ for mod in $HOST $GUEST; do
 	check "$tag defaults" bash -c \
 		"[ \"\$(cat /sys/module/$mod/parameters/sqcq)\" = Y ] &&
 		 [ -z \"\$(cat /sys/module/$mod/parameters/poll_cpu)\" ] &&
-		 [ \"\$(cat /sys/module/$mod/parameters/poll_idle_us)\" = 1000 ]"
+		 [ \"\$(cat /sys/module/$mod/parameters/poll_idle_us)\" = 1000 ] &&
+		 [ \"\$(cat /sys/module/$mod/parameters/poll_adaptive)\" = Y ]"
 	check "$tag debugfs-defaults" bash -c \
 		"grep -qx 'poll_cpu_effective: unbound' /sys/kernel/debug/$mod/params &&
-		 grep -qx 'poll_idle_us_effective: 1000' /sys/kernel/debug/$mod/params"
+		 grep -qx 'poll_idle_us_effective: 1000' /sys/kernel/debug/$mod/params &&
+		 grep -qx 'poll_adaptive: 1' /sys/kernel/debug/$mod/params"
+	check "$tag write-poll_adaptive" set_param $mod poll_adaptive 0
+	check "$tag effective-poll_adaptive" bash -c \
+		"grep -qx 'poll_adaptive: 0' /sys/kernel/debug/$mod/params"
+	check "$tag reject-poll_adaptive=maybe" bash -c \
+		"! printf maybe 2>/dev/null >/sys/module/$mod/parameters/poll_adaptive &&
+		 [ \"\$(cat /sys/module/$mod/parameters/poll_adaptive)\" = N ]"
+	set_param $mod poll_adaptive 1
+	# poll_idle_us is read at every pass: writing it is no rebind.
+	g0=$(sed -n 's/^poll_cpu_generation: //p' /sys/kernel/debug/$mod/params)
+	set_param $mod poll_idle_us 700
+	set_param $mod poll_idle_us 1000
+	check "$tag poll_idle_us-write-no-rebind (generation $g0)" bash -c \
+		"[ -n '$g0' ] && grep -qx 'poll_cpu_generation: $g0' /sys/kernel/debug/$mod/params"
 
 	# Runtime writes take effect.
 	check "$tag write-poll_idle_us" set_param $mod poll_idle_us 250

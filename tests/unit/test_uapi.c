@@ -6,6 +6,7 @@
  * The two-thread handshake stress test is in test_stress.c.
  */
 #include "../../common/sqcq_uapi.h"
+#include "../../common/sqcq_poll.h"
 #include "t.h"
 
 #include <stdint.h>
@@ -814,6 +815,95 @@ TEST(handshake_sequence)
 	free(a);
 }
 
+/* The adaptive idle window (common/sqcq_poll.h), ceiling 1 ms. */
+#define CEIL 1000000ULL
+#define MIN_W SQCQ_POLL_WINDOW_MIN_NS
+
+TEST(poll_window_rules)
+{
+	/* Caught inside the window: unchanged. */
+	CHECK_EQ(sqcq_poll_window_next(40000, 30000, CEIL), 40000ULL);
+	CHECK_EQ(sqcq_poll_window_next(40000, 40000, CEIL), 40000ULL);
+	CHECK_EQ(sqcq_poll_window_next(0, 0, CEIL), 0ULL);
+	/* Missed, but within the ceiling: doubles, from the minimum. */
+	CHECK_EQ(sqcq_poll_window_next(40000, 50000, CEIL), 80000ULL);
+	CHECK_EQ(sqcq_poll_window_next(0, 5000, CEIL), MIN_W);
+	CHECK_EQ(sqcq_poll_window_next(600000, 900000, CEIL), CEIL);
+	CHECK_EQ(sqcq_poll_window_next(CEIL, CEIL, CEIL), CEIL);
+	/* Longer than the ceiling: halves, to 0 below the minimum. */
+	CHECK_EQ(sqcq_poll_window_next(80000, CEIL + 1, CEIL), 40000ULL);
+	CHECK_EQ(sqcq_poll_window_next(MIN_W, 5 * CEIL, CEIL), 0ULL);
+	CHECK_EQ(sqcq_poll_window_next(0, 5 * CEIL, CEIL), 0ULL);
+	/* A lowered ceiling clamps the window first. */
+	CHECK_EQ(sqcq_poll_window_next(CEIL, 100, 50000), 50000ULL);
+	CHECK_EQ(sqcq_poll_window_next(CEIL, 60000, 50000), 25000ULL);
+	/* Ceiling 0 (poll_idle_us=0): never spin. */
+	CHECK_EQ(sqcq_poll_window_next(CEIL, 100, 0), 0ULL);
+	CHECK_EQ(sqcq_poll_window_next(0, 0, 0), 0ULL);
+}
+
+/* Steady gaps grow the window to cover them, sparse ones shrink it to 0. */
+TEST(poll_window_converges)
+{
+	unsigned long long w = MIN_W, prev;
+	int i, steps = 0;
+
+	for (i = 0; i < 100; i++) {
+		prev = w;
+		w = sqcq_poll_window_next(w, 150000, CEIL);
+		if (w != prev)
+			steps++;
+		CHECK(w <= CEIL);
+	}
+	/* 10 us doubling to >= 150 us: 160 us after four steps, then stable. */
+	CHECK_EQ(w, 160000ULL);
+	CHECK_EQ(steps, 4);
+	for (i = 0; i < 100; i++)
+		w = sqcq_poll_window_next(w, 3 * CEIL, CEIL);
+	CHECK_EQ(w, 0ULL);
+	/* Gaps beyond the ceiling never make it grow. */
+	for (i = 0; i < 10; i++)
+		w = sqcq_poll_window_next(w, CEIL + 1, CEIL);
+	CHECK_EQ(w, 0ULL);
+}
+
+/* The step after a pass (sqcq_poll_decide()), every input combination. */
+TEST(poll_decide)
+{
+	enum sqcq_sleep_reason why;
+	int work, cont, yielded, stolen, over;
+
+	for (work = 0; work < 2; work++)
+	for (cont = 0; cont < 2; cont++)
+	for (yielded = 0; yielded < 2; yielded++)
+	for (stolen = 0; stolen < 2; stolen++)
+	for (over = 0; over < 2; over++) {
+		enum sqcq_poll_step st;
+
+		why = SQCQ_SLEEP_NR;
+		st = sqcq_poll_decide(work, cont, yielded, stolen, over, &why);
+		if (cont) {
+			/* Contended: yield first, sleep when still so and idle. */
+			if (work || !yielded)
+				CHECK_EQ(st, SQCQ_POLL_YIELD);
+			else
+				CHECK(st == SQCQ_POLL_SLEEP &&
+				      why == SQCQ_SLEEP_CONTENDED);
+		} else if (work) {
+			CHECK_EQ(st, SQCQ_POLL_SPIN);
+		} else if (stolen) {
+			CHECK(st == SQCQ_POLL_SLEEP && why == SQCQ_SLEEP_STOLEN);
+		} else if (over) {
+			CHECK(st == SQCQ_POLL_SLEEP && why == SQCQ_SLEEP_IDLE);
+		} else {
+			CHECK_EQ(st, SQCQ_POLL_SPIN);
+		}
+		/* The reason is written only with a sleep. */
+		if (st != SQCQ_POLL_SLEEP)
+			CHECK_EQ(why, SQCQ_SLEEP_NR);
+	}
+}
+
 int main(int argc, char **argv)
 {
 	t_init(argc, argv);
@@ -840,5 +930,8 @@ int main(int argc, char **argv)
 	RUN(clear_need_wakeup);
 	RUN(stop_polling);
 	RUN(handshake_sequence);
+	RUN(poll_window_rules);
+	RUN(poll_window_converges);
+	RUN(poll_decide);
 	return t_done();
 }
