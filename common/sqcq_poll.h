@@ -16,8 +16,8 @@
  *     would have caught it, double the window (from SQCQ_POLL_WINDOW_MIN_NS),
  *     up to the ceiling.
  *
- * Sparse I/O thus drives the window to 0 and steady I/O grows it to just
- * above the gaps between requests.
+ * Gaps longer than the ceiling thus pull the window down, and steady work
+ * grows it to just above the gaps between pieces of work.
  */
 #ifndef SQCQ_POLL_H
 #define SQCQ_POLL_H

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
  * virtio_scsi_sqcq: a virtio-scsi driver with dedicated poll queues and
- * SQ/CQ doorbell polling (see DESIGN.md).
+ * SQ/CQ doorbell polling (docs/protocol.md).
  *
  * Virtqueue layout (virtio spec, SCSI host device): 0 = control,
  * 1 = event, 2.. = request queues.  The request queues are split into
@@ -218,7 +218,7 @@ struct sqcq_dev {
 	atomic64_t timer_resets;	/* timeouts answered by waiting on */
 	atomic_t ctrl_waiting;		/* control requests being waited for */
 	struct dentry *dbg;
-	/* SQ/CQ (DESIGN 4): the doorbell area and its poll thread. */
+	/* SQ/CQ (docs/protocol.md): the doorbell area and its poll thread. */
 	struct sqcq_area *area;		/* NULL: never negotiated */
 	struct sqcq_dma_area mem;	/* where area lives */
 	/* An area the device may still use (odd setup), freed after reset. */
@@ -337,7 +337,7 @@ static void sqcq_vq_notify(struct virtqueue *vq)
  * Whether the device must be notified about what was added to @q (lock
  * held, q->vq set).  The one place that decides a kick.  Classic: the
  * ring's own suppression.  SQ/CQ: publish the SQ index, full barrier, and
- * kick only when the host poller has set SQ NEED_WAKEUP (DESIGN 4.3); the
+ * kick only when the host poller has set SQ NEED_WAKEUP (docs/protocol.md section 4); the
  * barrier inside sqcq_publish() pairs with sqcq_prepare_sleep() in the host
  * poller.  virtqueue_kick_prepare() also runs in SQ/CQ mode: it resets the
  * ring's count of unannounced buffers.
@@ -1396,7 +1396,7 @@ static void sqcq_vqs_teardown(struct sqcq_dev *dev)
 }
 
 /* ------------------------------------------------------------------ */
-/* SQ/CQ doorbells (DESIGN 4)                                          */
+/* SQ/CQ doorbells (docs/protocol.md)                                  */
 /* ------------------------------------------------------------------ */
 
 /*
@@ -1428,7 +1428,7 @@ static bool sqcq_host_stopped(struct sqcq_dev *dev, unsigned int i)
 }
 
 /*
- * The host stopped polling (DESIGN 4.2 teardown): it sets SQ NEED_WAKEUP |
+ * The host stopped polling (docs/protocol.md section 5): it sets SQ NEED_WAKEUP |
  * STOPPED for good and no longer moves the CQ indices.  Whoever sees it
  * first (a submitter, the interrupt, the poll thread) hands the switch back
  * to classic to sqcq_stop_work().
@@ -1473,9 +1473,9 @@ static bool sqcq_poll_prepare_sleep(struct sqcq_dev *dev)
 
 	sqcq_for_each_polled(dev, q, i) {
 		/*
-		 * Set NEED_WAKEUP, full barrier, re-read the index (DESIGN
-		 * 4.3); pairs with sqcq_publish() in the host's completion
-		 * path.  The caller is armed: TASK_INTERRUPTIBLE, and the
+		 * Set NEED_WAKEUP, full barrier, re-read the index
+		 * (docs/protocol.md section 4); pairs with sqcq_publish() in
+		 * the host's completion path.  The caller is armed: TASK_INTERRUPTIBLE, and the
 		 * queue interrupt wakes it (sqcq_req_cb()).
 		 */
 		if (sqcq_prepare_sleep(&q->cq->flags, VRING_CQ_F_NEED_WAKEUP,
@@ -1514,7 +1514,7 @@ static void sqcq_poll_awake(struct sqcq_dev *dev)
 
 /*
  * Ask for interrupts on every polled CQ, then complete what the host
- * published before it could see that (DESIGN 4.3: flag, full barrier inside
+ * published before it could see that (docs/protocol.md section 4: flag, full barrier inside
  * sqcq_request_notify(), re-read).  Any context.
  */
 static void sqcq_poll_request_irqs(struct sqcq_dev *dev)
@@ -1679,7 +1679,7 @@ static int sqcq_poll_fn(void *data)
 	WRITE_ONCE(dev->poll_spinning, false);
 	hrtimer_cancel(&dev->poll_watchdog);
 	/*
-	 * Interrupt me on every completion from now on (DESIGN 4.2); the
+	 * Interrupt me on every completion from now on (docs/protocol.md section 5); the
 	 * barrier inside pairs with sqcq_publish() in the host.  Then reap
 	 * what was published before the host saw the flag.
 	 */
@@ -1939,7 +1939,7 @@ static int sqcq_sqcq_setup(struct sqcq_dev *dev)
 	req->magic = cpu_to_le32(SQCQ_MAGIC);
 	req->version = cpu_to_le16(SQCQ_VERSION);
 	req->nqueues = cpu_to_le16(dev->nr_req);
-	/* A device address (DESIGN 4.1), not necessarily guest-physical. */
+	/* A device address (docs/protocol.md section 2), not necessarily guest-physical. */
 	req->area_gpa = cpu_to_le64(mem.addr);
 	dev->setup_addr = mem.addr;
 	dev->setup_dma_api = !!mem.dma_dev;

@@ -1,5 +1,5 @@
 #!/bin/bash
-# tests/matrix.sh [ID...] - the build matrix of DESIGN §5.
+# tests/matrix.sh [ID...] - the build matrix (README, tests/lib/kernels.sh).
 #
 # Builds both modules (host/vhost_scsi_sqcq.ko, guest/virtio_scsi_sqcq.ko)
 # with W=1 and -Werror against the Debian headers of every kernel id of

@@ -262,7 +262,7 @@ if [ -n "${SQCQ_RESULTS:-}" ] && [ "${SQCQ_GUEST_MONITOR:-0}" = 1 ]; then
 		fail "hotplug (host did not answer)"
 	fi
 
-	# A stalled backend (DESIGN: the device owns a command until it
+	# A stalled backend (docs/error-handling.md: the device owns a command until it
 	# returns it).  Disk B is throttled to 2 IOPS and one of its reads is
 	# stopped in QEMU's blkdebug layer ("break") for 45 s, under a 3 s SCSI
 	# timeout, while fio verifies disk A on the same controller.  The old

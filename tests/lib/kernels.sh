@@ -1,5 +1,5 @@
 # shellcheck shell=bash
-# The kernel matrix of DESIGN §5, by id. Each id maps to a Debian suite; the
+# The kernel matrix, by id. Each id maps to a Debian suite; the
 # ABI (`uname -r` without "-amd64") is resolved from that suite's
 # linux-headers-amd64 metapackage, so a new point release is picked up by
 # itself.

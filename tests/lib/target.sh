@@ -2,7 +2,7 @@
 # An LIO target for vhost-scsi, built through raw configfs (no targetcli).
 # Sourced, as root, inside a test VM (the kernel's module tree and modprobe
 # are there).  FABRIC is "vhost" for the in-tree vhost_scsi module or
-# "vhost_sqcq" for ours (same layout, DESIGN §3).
+# "vhost_sqcq" for ours (same layout, docs/host-fabric.md).
 #
 #   sqcq_target_setup FABRIC WWPN TPGT NLUNS SIZE_MB
 #       load target_core_mod (with the rd_mcp ramdisk backstore; and
