@@ -111,18 +111,51 @@ host_idle_ticks() {
 	read -ra b <"/proc/$pid/stat" || return 1
 	echo $(((b[13] + b[14]) - (a[13] + a[14])))
 }
+# L2's QEMU monitor (QMP), for hotplug-stopcont.req.
+qmp_sock=/tmp/e2e-l2-qmp.sock
+# qmp_stopcont S: QMP stop, S seconds, cont (perl: perl-base is Essential in
+# Debian, and bash cannot open a unix socket). Prints "ok" (both commands
+# returned) or "failed", each command's reply, and the first host log
+# line "SQ/CQ stopped" that came meanwhile ("host-log: none" without one).
+qmp_stopcont() {
+	local n0 out st=0 line
+	n0=$(dmesg | grep -c 'SQ/CQ stopped')
+	# shellcheck disable=SC2016 # perl's variables
+	out=$(timeout 30 perl -MIO::Socket::UNIX -e '
+		my $s = IO::Socket::UNIX->new(Peer => $ARGV[0]) or die "connect $ARGV[0]: $!\n";
+		my $ok = 1;
+		<$s>; # the greeting
+		for my $c (qw(qmp_capabilities stop query-status cont query-status)) {
+			sleep $ARGV[1] if $c eq "cont";
+			print $s "{\"execute\": \"$c\"}\n";
+			my $r;
+			while (defined($r = <$s>)) { last if $r =~ /"(return|error)"/ } # events
+			defined $r or die "QMP closed at $c\n";
+			chomp $r;
+			print "qmp $c: $r\n";
+			$ok = 0 unless $r =~ /"return"/;
+		}
+		exit !$ok;' "$qmp_sock" "$1" 2>&1) || st=$?
+	line=$(dmesg | grep 'SQ/CQ stopped' | tail -n +$((n0 + 1)) | head -n 1)
+	[ "$st" = 0 ] && echo ok || echo "failed (status $st)"
+	echo "$out"
+	echo "host-log: ${line:-none}"
+}
 # watch_l2: answer hotplug-{add,del}.req files (LUN 1 on WWPN_A's TPG),
-# hotplug-idle.req (the host poller's CPU while idle, for compare-l2.sh) and
-# hotplug-sqcq{0,1}.req (our host's sqcq parameter).
+# hotplug-idle.req (the host poller's CPU while idle, for compare-l2.sh),
+# hotplug-sqcq{0,1}.req (our host's sqcq parameter) and
+# hotplug-stopcont.req (L2 stopped and continued, qmp_stopcont).
 watch_l2() {
 	local what ans
 	while sleep 0.5; do
-		for what in add del idle sqcq0 sqcq1; do
+		for what in add del idle sqcq0 sqcq1 stopcont; do
 			[ -e "$l2dir/hotplug-$what.req" ] || continue
 			rm -f "$l2dir/hotplug-$what.req"
 			sleep 1 # let L2 start watching before the event goes out
 			if [ "$what" = idle ]; then
 				ans=$(host_idle_ticks "${CMP_IDLE_S:-3}" 2>&1)
+			elif [ "$what" = stopcont ]; then
+				ans=$(qmp_stopcont 2)
 			elif [ "$what" = sqcq0 ] || [ "$what" = sqcq1 ]; then
 				ans=$(printf "%s\n" "${what#sqcq}" 2>&1 >"/sys/module/$MOD/parameters/sqcq") && ans=ok
 			elif [ "$what" = add ]; then
@@ -144,6 +177,8 @@ if qemu-system-x86_64 -device vhost-scsi-pci,help 2>/dev/null | grep -q '^ *hotp
 	hp=",hotplug=on"
 fi
 qargs=(--qemu-arg -device --qemu-arg "vhost-scsi-pci,wwpn=$WWPN_A,vhostfd=7,addr=0x$SLOT_A$hp")
+rm -f "$qmp_sock"
+qargs+=(--qemu-arg -qmp --qemu-arg "unix:$qmp_sock,server=on,wait=off")
 slot_b=""
 if [ "$HOST" != sqcq ]; then
 	qargs+=(--qemu-arg -device --qemu-arg "vhost-scsi-pci,wwpn=$WWPN_B,addr=0x$SLOT_B")

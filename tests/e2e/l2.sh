@@ -346,6 +346,8 @@ if [ "$GUEST" = sqcq ] && [ "$E2E_HOST" != intree ] && [ -n "$DISK_A" ] && vdev 
 	phase "rt-hog"
 fi
 
+. tests/e2e/l2-stopcont.sh # 2b'''. QMP stop/cont under load, then a reset (ours both sides)
+
 # ---- 2c. device reset under load (our guest driver) -------------------------
 # fio runs while the device is reset and probed again; its errors while the
 # disk goes away are expected; afterwards a fresh verify must pass, and
