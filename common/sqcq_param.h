@@ -229,6 +229,16 @@ static inline u64 sqcq_poll_window_update(u64 cur_ns, u64 idle_ns)
 	return sqcq_poll_window_next(cur_ns, idle_ns, ceil);
 }
 
+/*
+ * A poller found work at @now, the previous work was at *@last: adapt
+ * *@window_ns to the gap (written for debugfs readers) and move *@last.
+ */
+static inline void sqcq_poll_work_at(u64 *window_ns, u64 *last, u64 now)
+{
+	WRITE_ONCE(*window_ns, sqcq_poll_window_update(*window_ns, now - *last));
+	*last = now;
+}
+
 /* A new poller's window: where adapting starts, or the fixed ceiling. */
 static inline u64 sqcq_poll_window_start(void)
 {

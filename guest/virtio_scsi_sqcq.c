@@ -1491,9 +1491,11 @@ static bool sqcq_poll_prepare_sleep(struct sqcq_dev *dev)
 
 /*
  * How long the poll thread may go without a pass while the CQs ask for no
- * interrupts.  Beyond it, the watchdog asks for them in its place.
+ * interrupts.  Beyond it, the watchdog asks for them in its place: the
+ * most a completion waits for a starved poll thread.  Longer than a
+ * scheduler tick, so that the timer adds few interrupts of its own.
  */
-#define SQCQ_POLL_WATCHDOG_NS	(2 * NSEC_PER_MSEC)
+#define SQCQ_POLL_WATCHDOG_NS	(10 * NSEC_PER_MSEC)
 
 /*
  * The poll thread goes on polling: the CQs stop asking for interrupts, and
@@ -1634,12 +1636,8 @@ static int sqcq_poll_fn(void *data)
 		if (unlikely(stopped))
 			break;
 		now = ktime_get_ns();
-		if (work) {
-			WRITE_ONCE(dev->poll_window_ns,
-				   sqcq_poll_window_update(dev->poll_window_ns,
-							   now - last));
-			last = now;
-		}
+		if (work)
+			sqcq_poll_work_at(&dev->poll_window_ns, &last, now);
 		step = sqcq_poll_decide(work,
 					need_resched() || !single_task_running(),
 					step == SQCQ_POLL_YIELD,

@@ -341,12 +341,8 @@ void sqcq_poll_run(struct sqcq_vdev *dev)
 		}
 		work |= sqcq_doorbells_poll(dev);
 		now = ktime_get_ns();
-		if (work) {
-			WRITE_ONCE(dev->poll_window_ns,
-				   sqcq_poll_window_update(dev->poll_window_ns,
-							   now - last));
-			last = now;
-		}
+		if (work)
+			sqcq_poll_work_at(&dev->poll_window_ns, &last, now);
 		contended = need_resched() || !single_task_running();
 		step = sqcq_poll_decide(work, contended, yielded, false,
 					now - last >=

@@ -141,18 +141,31 @@ qmp_stopcont() {
 	echo "$out"
 	echo "host-log: ${line:-none}"
 }
+# l1_stat: "EXITS BUSY": the KVM exits of every VM here (L2's) and the busy
+# clock ticks of all CPUs (user, nice, system, irq, softirq: L2's vCPUs,
+# QEMU, the host poller, LIO), for bench/compare-l2.sh.
+l1_stat() {
+	local exits=- u n s irq sirq
+	[ -r /sys/kernel/debug/kvm/exits ] && read -r exits </sys/kernel/debug/kvm/exits
+	read -r _ u n s _ _ irq sirq _ </proc/stat
+	echo "$exits $((u + n + s + irq + sirq))"
+}
 # watch_l2: answer hotplug-{add,del}.req files (LUN 1 on WWPN_A's TPG),
 # hotplug-idle.req (the host poller's CPU while idle, for compare-l2.sh),
-# hotplug-sqcq{0,1}.req (our host's sqcq parameter) and
-# hotplug-stopcont.req (L2 stopped and continued, qmp_stopcont).
+# hotplug-sqcq{0,1}.req (our host's sqcq parameter),
+# hotplug-stopcont.req (L2 stopped and continued, qmp_stopcont) and
+# hotplug-stat.req (l1_stat, answered at once).
 watch_l2() {
 	local what ans
 	while sleep 0.5; do
-		for what in add del idle sqcq0 sqcq1 stopcont; do
+		for what in add del idle sqcq0 sqcq1 stopcont stat; do
 			[ -e "$l2dir/hotplug-$what.req" ] || continue
 			rm -f "$l2dir/hotplug-$what.req"
-			sleep 1 # let L2 start watching before the event goes out
-			if [ "$what" = idle ]; then
+			# Let L2 start watching before the event goes out.
+			[ "$what" = stat ] || sleep 1
+			if [ "$what" = stat ]; then
+				ans=$(l1_stat)
+			elif [ "$what" = idle ]; then
 				ans=$(host_idle_ticks "${CMP_IDLE_S:-3}" 2>&1)
 			elif [ "$what" = stopcont ]; then
 				ans=$(qmp_stopcont 2)
