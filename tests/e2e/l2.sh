@@ -259,13 +259,15 @@ if [ "$GUEST" = sqcq ] && [ "$E2E_HOST" != intree ] && [ -n "$DISK_A" ] && vdev 
 	check "runtime poll_idle_us=0 under load: the guest poller sleeps ($s0 -> $s1; I/Os $r0 -> $r1 -> $REPLY)" [ "$s1" -gt "$s0" ]
 	echo 1000000 >"$par"
 	nap 1
-	dbg_value "$d" poll_sleeps
+	# Idle sleeps only: with fio on L2's one vCPU the poller also sleeps
+	# whenever fio wants the CPU (contended), whatever the window.
+	dbg_value "$d" poll_sleeps_idle
 	s2=$REPLY
 	nap 3
-	dbg_value "$d" poll_sleeps
+	dbg_value "$d" poll_sleeps_idle
 	s3=$REPLY
 	# A hiccup of the emulator longer than 1 s may let one sleep through.
-	check "runtime poll_idle_us=1000000 under load: it (almost) stops sleeping ($s2 -> $s3)" \
+	check "runtime poll_idle_us=1000000 under load: it (almost) stops sleeping idle ($s2 -> $s3)" \
 		[ $((s3 - s2)) -le $(((s1 - s0) / 10)) ]
 	wait "$fpid"
 	st=$?
@@ -277,23 +279,33 @@ fi
 # ---- 2b''. the poll thread kept off the CPU (SQ/CQ with our host) ----------
 # SCHED_FIFO busy loops on every vCPU with RT throttling off, fio above
 # them: the nice-0 poll thread gets no CPU at all while the loops run.
-# Completions must still come (by interrupt) and fio go on, with no command
-# timing out.  Under voluntary preemption the poll thread yields with the
-# CQs asking for interrupts (poll_yields); fully preemptible, it is
-# preempted anywhere and the watchdog asks in its place (poll_rescues).
+# poll_idle_us=1 s and a fixed window keep it spinning (CQ interrupts off)
+# until then.  Completions must still come (by interrupt) and fio go on,
+# with no command timing out.  Under voluntary preemption the poll thread
+# sleeps (contended) or yields with the CQs asking for interrupts
+# (poll_yields); fully preemptible, it is preempted anywhere and the
+# watchdog asks in its place (poll_rescues).
+# hog_counters: Y = yields + contended sleeps, W = watchdog rescues and
+# T = timer_resets of the guest driver (debugfs dir $d).
+hog_counters() {
+	dbg_value "$d" poll_yields
+	Y=${REPLY:-0}
+	dbg_value "$d" poll_sleeps_contended
+	Y=$((Y + ${REPLY:-0}))
+	dbg_value "$d" poll_rescues
+	W=${REPLY:-0}
+	dbg_value "$d" timer_resets
+	T=$REPLY
+}
 # rt_hog MODE: one round; "rt-hog MODE" checks.
 rt_hog() {
-	local mode=$1 y0 y1 w0 w1 t0 a b st fpid pm=/sys/kernel/debug/sched/preempt
+	local mode=$1 y0 y1 w0 w1 t0 a b p0 p1 st fpid pm=/sys/kernel/debug/sched/preempt
 	if ! echo "$mode" >"$pm" 2>/dev/null; then
 		fail "rt-hog $mode (cannot select preemption mode $mode in $pm)"
 		return
 	fi
-	dbg_value "$d" poll_yields
-	y0=${REPLY:-0}
-	dbg_value "$d" poll_rescues
-	w0=${REPLY:-0}
-	dbg_value "$d" timer_resets
-	t0=$REPLY
+	hog_counters
+	y0=$Y w0=$W t0=$T
 	chrt -f 60 fio --eta=never --output=/tmp/fio-hog.log --name=hog \
 		--filename="$DISK_A" --ioengine=libaio --direct=1 --rw=randrw \
 		--bs=4k --iodepth=8 --time_based --runtime=25 --size=16m \
@@ -305,33 +317,32 @@ rt_hog() {
 	wait_for 15 under_load
 	echo -1 >/proc/sys/kernel/sched_rt_runtime_us
 	# A SCHED_FIFO 70 shell starts the loops (FIFO 50, one per CPU),
-	# reads the I/O count before and after 5 s of them, and ends them.
+	# reads the I/O count and the poll thread's CPU ticks before and after
+	# 5 s of them, and ends them.
 	# shellcheck disable=SC2016
-	read -r a b < <(chrt -f 70 bash -c '
+	read -r a b p0 p1 < <(chrt -f 70 bash -c '
+		ticks() { local s; read -ra s <"/proc/$2/stat" 2>/dev/null; echo $((${s[13]:-0} + ${s[14]:-0})); }
 		pids=""
 		for ((c = 0; c < $(nproc); c++)); do
 			taskset -c "$c" chrt -f 50 bash -c "while :; do :; done" &
 			pids="$pids $!"
 		done
-		read -r r _ _ _ w _ <"$1"; a=$((r + w))
+		read -r r _ _ _ w _ <"$1"; a=$((r + w)); p0=$(ticks x "$2")
 		read -r -t 5 <> <(:)
-		read -r r _ _ _ w _ <"$1"; b=$((r + w))
+		read -r r _ _ _ w _ <"$1"; b=$((r + w)); p1=$(ticks x "$2")
 		kill $pids
-		echo "$a $b"' hog "/sys/block/${DISK_A#/dev/}/stat")
+		echo "$a $b $p0 $p1"' hog "/sys/block/${DISK_A#/dev/}/stat" "$poller")
 	echo "$rt0" >/proc/sys/kernel/sched_rt_runtime_us
 	wait "$fpid"
 	st=$?
-	dbg_value "$d" poll_yields
-	y1=${REPLY:-0}
-	dbg_value "$d" poll_rescues
-	w1=${REPLY:-0}
-	dbg_value "$d" timer_resets
-	log "rt-hog $mode: I/Os $a -> $b in 5 s under the loops; poll_yields $y0 -> $y1, poll_rescues $w0 -> $w1"
+	hog_counters
+	y1=$Y w1=$W
+	log "rt-hog $mode: I/Os $a -> $b in 5 s under the loops; poll thread CPU ticks $p0 -> $p1; yields + contended sleeps $y0 -> $y1, rescues $w0 -> $w1"
 	check "rt-hog $mode: I/O goes on while SCHED_FIFO loops hold every vCPU ($a -> $b)" \
 		[ "${b:-0}" -gt $((a + 10)) ]
-	check "rt-hog $mode: no command timed out (timer_resets $t0 -> $REPLY), fio ok (status $st)" \
-		[ "$REPLY.$st" = "$t0.0" ]
-	check "rt-hog $mode: the poll thread handed completions to interrupts (yields $y0 -> $y1, rescues $w0 -> $w1)" \
+	check "rt-hog $mode: no command timed out (timer_resets $t0 -> $T), fio ok (status $st)" \
+		[ "$T.$st" = "$t0.0" ]
+	check "rt-hog $mode: the poll thread handed completions to interrupts (yields + contended sleeps $y0 -> $y1, rescues $w0 -> $w1)" \
 		[ $((y1 + w1)) -gt $((y0 + w0)) ]
 }
 if [ "$GUEST" = sqcq ] && [ "$E2E_HOST" != intree ] && [ -n "$DISK_A" ] && vdev "$SLOT_A"; then
@@ -340,13 +351,74 @@ if [ "$GUEST" = sqcq ] && [ "$E2E_HOST" != intree ] && [ -n "$DISK_A" ] && vdev 
 	read -r pm0 </sys/kernel/debug/sched/preempt
 	pm0=${pm0#*(}
 	pm0=${pm0%%)*}
+	poller=""
+	for c in /proc/[0-9]*/comm; do
+		read -r cm <"$c" 2>/dev/null || continue
+		[[ "$cm" == sqcq-poll-* ]] && { poller=${c#/proc/}; poller=${poller%/comm}; break; }
+	done
+	par=/sys/module/virtio_scsi_sqcq/parameters
+	read -r idle0 <$par/poll_idle_us
+	echo 1000000 >$par/poll_idle_us
+	echo 0 >$par/poll_adaptive 2>/dev/null
 	rt_hog voluntary
 	rt_hog full
+	echo "$idle0" >$par/poll_idle_us
+	echo 1 >$par/poll_adaptive 2>/dev/null
 	echo "$pm0" >/sys/kernel/debug/sched/preempt
 	phase "rt-hog"
 fi
 
 . tests/e2e/l2-stopcont.sh # 2b'''. QMP stop/cont under load, then a reset (ours both sides)
+
+# ---- 2b''''. the guest poller's policy (SQ/CQ with our host) ---------------
+# The adaptive idle window (debugfs poll_window_ns) grows from 10 us under
+# steady QD1 I/O (ceiling poll_idle_us=1 s) and stays at the floor (0..10
+# us) under sparse I/O whose gaps exceed the ceiling (4 I/O per second,
+# poll_idle_us=1000); a nice-0 CPU hog beside fio makes the poller sleep
+# with reason "contended" while I/O goes on.
+if [ "$GUEST" = sqcq ] && [ "$E2E_HOST" != intree ] && [ -n "$DISK_A" ] && vdev "$SLOT_A"; then
+	d=/sys/kernel/debug/virtio_scsi_sqcq/${REPLY##*/}
+	par=/sys/module/virtio_scsi_sqcq/parameters
+	read -r idle0 <$par/poll_idle_us
+	echo 1000000 >$par/poll_idle_us
+	fio --eta=never --output=/tmp/fio-win.log --name=steady --filename="$DISK_A" \
+		--ioengine=libaio --direct=1 --rw=randread --bs=4k --iodepth=1 \
+		--time_based --runtime=6 --size=16m >/dev/null 2>&1
+	dbg_value "$d" poll_window_ns
+	check "guest window under steady QD1 I/O grows above 10 us, at most 1 s ($REPLY ns)" \
+		[ "${REPLY:-0}" -gt 10000 -a "${REPLY:-0}" -le 1000000000 ]
+	echo 1000 >$par/poll_idle_us
+	fio --eta=never --output=/tmp/fio-win.log --name=sparse --filename="$DISK_A" \
+		--ioengine=libaio --direct=1 --rw=randread --bs=4k --iodepth=1 \
+		--rate_iops=4 --time_based --runtime=4 --size=16m >/dev/null 2>&1
+	dbg_value "$d" poll_window_ns
+	check "guest window under sparse I/O (250 ms gaps, ceiling 1 ms) stays at the floor ($REPLY ns)" \
+		[ "${REPLY:-x}" -le 10000 ]
+	echo 1000000 >$par/poll_idle_us
+	fio --eta=never --output=/tmp/fio-win.log --name=hog --filename="$DISK_A" \
+		--ioengine=libaio --direct=1 --rw=randread --bs=4k --iodepth=4 \
+		--time_based --runtime=12 --size=16m >/dev/null 2>&1 &
+	fpid=$!
+	nap 3
+	dbg_value "$d" poll_sleeps_contended
+	c0=$REPLY
+	ios "$DISK_A"
+	a=$REPLY
+	bash -c 'while :; do :; done' &
+	hog=$!
+	nap 5
+	kill "$hog"
+	dbg_value "$d" poll_sleeps_contended
+	c1=$REPLY
+	ios "$DISK_A"
+	check "guest poller beside a CPU hog sleeps contended ($c0 -> $c1), I/O goes on ($a -> $REPLY)" \
+		[ "${c1:-0}" -gt "${c0:-0}" -a "$REPLY" -gt "$a" ]
+	wait "$fpid"
+	st=$?
+	check "guest poller policy: fio ok (status $st)" [ "$st" = 0 ]
+	echo "$idle0" >$par/poll_idle_us
+	phase "guest poll policy"
+fi
 
 # ---- 2c. device reset under load (our guest driver) -------------------------
 # fio runs while the device is reset and probed again; its errors while the
