@@ -5,7 +5,8 @@
 #   make                    build for the running kernel (or KDIR=...)
 #   make KDIR=/path/build   build against another kernel's build dir
 #   make check              the whole test suite (see README.md)
-#   make matrix             W=1 -Werror build against every kernel of DESIGN 5
+#   make matrix             W=1 -Werror build against every kernel of the matrix
+#   make checkpatch         checkpatch.pl --strict, exceptions in scripts/checkpatch.sh
 #   make unit | model | vmtest   one test stage
 #   make deb | rpm | dkms-install | dkms-remove   packaging (scripts/pkg.mk)
 #   make clean
@@ -13,7 +14,7 @@
 KDIR ?= /lib/modules/$(shell uname -r)/build
 PWD := $(shell pwd)
 
-.PHONY: all modules clean check matrix unit model vmtest demo
+.PHONY: all modules clean check matrix checkpatch unit model vmtest demo
 
 all: modules
 
@@ -32,6 +33,9 @@ check:
 
 matrix:
 	tests/matrix.sh
+
+checkpatch:
+	scripts/checkpatch.sh
 
 unit:
 	tests/run-all.sh unit

@@ -63,7 +63,7 @@ static inline void hrtimer_setup(struct hrtimer *timer,
  * vhost_task (6.12+) is not used, so no shim is needed for it.  Kick
  * eventfds are polled with vfs_poll() + init_poll_funcptr(), stable over
  * the whole range.  VHOST_* ioctl numbers newer than a tree's UAPI are
- * never named: unknown commands fall through to -ENOTTY.
+ * never named: unknown commands get -ENOTTY.
  */
 
 /* ---- end of host section ---- */

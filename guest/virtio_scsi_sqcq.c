@@ -62,20 +62,16 @@
 
 static bool sqcq = true;
 module_param(sqcq, bool, 0644);
-MODULE_PARM_DESC(sqcq,
-	"Request SQ/CQ doorbell polling from devices at probe (default 1; runtime writes apply to devices probed later)");
+MODULE_PARM_DESC(sqcq, "Request SQ/CQ doorbell polling from devices at probe (default 1; runtime writes apply to devices probed later)");
 
 module_param_cb(poll_cpu, &sqcq_poll_cpu_ops, NULL, 0644);
-MODULE_PARM_DESC(poll_cpu,
-	"CPU list the guest poll threads are bound to, round-robin (default empty: unbound; all CPUs must be online; runtime writes apply at each poller's next pass, a sleeping one's when it wakes)");
+MODULE_PARM_DESC(poll_cpu, "CPU list the guest poll threads are bound to, round-robin (default empty: unbound, on the kernel's housekeeping CPUs; all CPUs must be online; runtime writes apply at each poller's next pass, a sleeping one's when it wakes)");
 
 module_param_cb(poll_idle_us, &sqcq_poll_idle_ops, NULL, 0644);
-MODULE_PARM_DESC(poll_idle_us,
-	"Busy-poll time in microseconds without completions before a poller sets NEED_WAKEUP and sleeps, 0..1000000 (default 1000; runtime writes apply at each poller's next pass)");
+MODULE_PARM_DESC(poll_idle_us, "Busy-poll time in microseconds without completions before a poller sets NEED_WAKEUP and sleeps, 0..1000000 (default 1000; runtime writes apply at each poller's next pass)");
 
 module_param_named(poll_adaptive, sqcq_poll_adaptive, bool, 0644);
-MODULE_PARM_DESC(poll_adaptive,
-	"Adapt each poller's idle window below poll_idle_us to the gaps between requests, as KVM halt polling does (default 1; 0: always spin poll_idle_us)");
+MODULE_PARM_DESC(poll_adaptive, "Adapt each poller's idle window below poll_idle_us to the gaps between requests, as KVM halt polling does (default 1; 0: always spin poll_idle_us)");
 
 static unsigned int poll_queues;
 
@@ -106,12 +102,10 @@ static const struct kernel_param_ops sqcq_poll_queues_ops = {
 };
 
 module_param_cb(poll_queues, &sqcq_poll_queues_ops, NULL, 0644);
-MODULE_PARM_DESC(poll_queues,
-	"Dedicated interrupt-less poll queues per device, as upstream virtscsi_poll_queues; at least one interrupt queue always stays (default 0; applies to devices probed later)");
+MODULE_PARM_DESC(poll_queues, "Dedicated interrupt-less poll queues per device, as upstream virtscsi_poll_queues; at least one interrupt queue always stays (default 0; applies to devices probed later)");
 /* Upstream virtio_scsi's name for the same setting. */
 module_param_cb(virtscsi_poll_queues, &sqcq_poll_queues_ops, NULL, 0644);
 MODULE_PARM_DESC(virtscsi_poll_queues, "Alias of poll_queues");
-
 
 /* ------------------------------------------------------------------ */
 /* Device state                                                        */
@@ -1799,7 +1793,7 @@ static const char *sqcq_area_dma_dev(struct sqcq_dev *dev,
 	return NULL;
 #else
 	if (platform)
-		return "VIRTIO_F_ACCESS_PLATFORM or Xen, and this kernel does not tell the virtqueue's DMA device";
+		return "access platform or Xen, and no virtqueue_dma_dev() here";
 	return NULL;
 #endif
 }

@@ -509,10 +509,10 @@ static int sqcq_req_add(struct sqcq_vq *vq, struct sqcq_req *req, u64 gpa,
 	/* Refused before any segment is added. */
 	if (sqcq_gpa_wraps(gpa, len))
 		return -EFAULT;
+	if (!writable && req->in_cnt)
+		return -EINVAL;	/* readable after writable */
 	if (writable)
 		req->in_len += len;
-	else if (req->in_cnt)
-		return -EINVAL;	/* readable after writable */
 	else
 		req->out_len += len;
 
