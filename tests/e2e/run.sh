@@ -41,7 +41,8 @@
 # L2 runs under KVM in L1 when it can (tests/vm/nested.sh;
 # SQCQ_VM_NESTED_ACCEL=tcg forces TCG inside TCG, far slower).  Passed on to
 # L1 and L2: E2E_GUEST_PARAMS, E2E_HOST_PARAMS (insmod parameters), E2E_L2_SMP,
-# E2E_RESET=0 (no device reset under load), E2E_L2_SCRIPT (another L2 part),
+# E2E_RESET=0 (no device reset under load), E2E_RTHOG=0 (no SCHED_FIFO
+# loops under fio in L2), E2E_L2_SCRIPT (another L2 part),
 # every CMP_* variable (bench/compare.sh).  Logs of the
 # last run: out/logs/e2e-HOST-GUEST-ABI/ (console, fio output, L2 kernel log).
 set -euo pipefail
@@ -164,6 +165,7 @@ attempt() {
 			--env "E2E_L2_APPEND=${E2E_L2_APPEND:-}" \
 			--env "E2E_GUEST_PARAMS=${E2E_GUEST_PARAMS:-}" \
 			--env "E2E_HOST_PARAMS=${E2E_HOST_PARAMS:-}" --env "E2E_RESET=${E2E_RESET:-1}" \
+			--env "E2E_RTHOG=${E2E_RTHOG:-1}" \
 			--env "E2E_L2_SMP=${E2E_L2_SMP:-1}" --env "E2E_L2_STALL_S=${E2E_L2_STALL_S:-180}" \
 			--env "E2E_L2_SCRIPT=${E2E_L2_SCRIPT:-tests/e2e/l2.sh}" "${cmp_env[@]}" \
 			-- tests/e2e/l1.sh "$host" "$guest"
