@@ -5,11 +5,12 @@
 #                                     lintian, rpm, debootstrap (idempotent)
 #   pkg_abis                          "6.1.0-57 6.12.95+deb12": the kernels the
 #                                     chroot test builds for (6.1 + bookworm-backports)
-#   pkg_chroot_base                   cached pristine bookworm chroot with dkms and
-#                                     the headers of pkg_abis; prints its path
+#   pkg_chroot_base                   cached pristine bookworm chroot with dkms,
+#                                     the initramfs generators ($PKG_CHROOT_EXTRA)
+#                                     and the headers of pkg_abis; prints its path
 #   pkg_chroot_fresh DIR              DIR := a throw-away copy of the base
 #   pkg_chroot DIR CMD...             run CMD in DIR with /proc, /sys, /dev mounted
-#   pkg_chroot_umount DIR             undo the mounts (also on exit)
+#   pkg_chroot_umount DIR             undo every mount below DIR (also on exit)
 
 _pkg_here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 PKG_REPO=$(cd "$_pkg_here/../.." && pwd)
@@ -17,6 +18,12 @@ PKG_REPO=$(cd "$_pkg_here/../.." && pwd)
 . "$PKG_REPO/tests/lib/kernels.sh"
 
 PKG_CHROOT_BASE="$SQCQ_CACHE/chroots/pkg-bookworm"
+# initramfs-tools is bookworm's generator; dracut-core (dracut without the
+# package that conflicts with initramfs-tools) lets the same chroot build a
+# dracut image too.  update-initramfs stays diverted to /bin/true in the base
+# (the 6.12 image the headers pull in is never booted); a test that wants it
+# removes the diversion in its copy.
+PKG_CHROOT_EXTRA="initramfs-tools dracut-core zstd"
 export DEBIAN_FRONTEND=noninteractive
 
 pkg_log() { echo "pkg: $*" >&2; }
@@ -73,10 +80,12 @@ pkg_chroot_mount() {
 	done
 }
 
+# Everything mounted below DIR: /proc, /sys, /dev, and whatever a test bound
+# in (a kernel's modules); the deepest first.
 pkg_chroot_umount() {
 	local d=$1 m
-	for m in dev sys proc; do
-		mountpoint -q "$d/$m" && umount -R -l "$d/$m"
+	for m in $(awk -v d="$d/" 'index($2, d) == 1 { print $2 }' /proc/self/mounts | sort -r); do
+		mountpoint -q "$m" && umount -R -l "$m"
 	done
 	return 0
 }
@@ -139,10 +148,15 @@ pkg_chroot_base() {
 	for a in $abis; do want+=("linux-headers-$a-amd64"); done
 	have=$(pkg_chroot "$base" dpkg-query -W -f='${Package} ${Status}\n' 'linux-headers-*-amd64' \
 		2>/dev/null | awk '/install ok installed/ { print $1 }')
-	pkg_chroot_umount "$base"
 	for a in $have; do
 		[[ " ${want[*]} " == *" $a "* ]] || stale+=("$a")
 	done
+	# shellcheck disable=SC2086,SC2206 # a list
+	have+=$'\n'$(pkg_chroot "$base" dpkg-query -W -f='${Package} ${Status}\n' $PKG_CHROOT_EXTRA \
+		2>/dev/null | awk '/install ok installed/ { print $1 }')
+	# shellcheck disable=SC2206 # a list
+	want+=($PKG_CHROOT_EXTRA)
+	pkg_chroot_umount "$base"
 	local missing=()
 	for a in "${want[@]}"; do
 		grep -qx "$a" <<<"$have" || missing+=("$a")
@@ -158,7 +172,7 @@ pkg_chroot_base() {
 		} >>"$base.log" 2>&1
 		local rc=$?
 		pkg_chroot_umount "$base"
-		[ $rc -eq 0 ] || { pkg_log "header install failed, see $base.log"; return 1; }
+		[ $rc -eq 0 ] || { pkg_log "package install failed, see $base.log"; return 1; }
 	fi
 	echo "$base"
 }

@@ -18,11 +18,28 @@
 #   chroot-install apt install the .deb in a bookworm chroot with headers of
 #                  6.1 and bookworm-backports 6.12; dkms autoinstall -k each;
 #                  dkms status; modinfo version and parameters
-#   modprobe-conf  /etc/modprobe.d/virtio-sqcq.conf names every parameter
-#   chroot-upgrade install VERSION+test1 over it: modules rebuilt and replaced
-#   chroot-purge   apt purge leaves nothing behind
+#   modprobe-conf  /etc/modprobe.d/virtio-sqcq.conf names every parameter;
+#                  the default driver file blacklists virtio_scsi_sqcq only
+#   switch-chroot  virtio-sqcq-guest status/on/off with the 6.1 kernel and
+#                  initramfs-tools in the chroot: what each initramfs holds
+#                  (tests/pkg/switch.sh)
+#   switch-dracut  the dracut module: included only while on; what it adds
+#   vm-boot-on, vm-boot-off, vm-boot-nomodule, vm-boot-dracut
+#                  those images boot a 6.1 VM whose root disk is on
+#                  virtio-scsi: the chosen driver drives it, I/O verified
+#   vm-rescue-initramfs, vm-rescue-dracut
+#                  the documented rescue when virtio_scsi_sqcq cannot load
+#                  boots with virtio_scsi
+#   vm-switch-now  the chroot as a VM's system with udev: coldplug, on/off
+#                  --now, hot-added controllers, refusals (tests/pkg/vm-switch.sh)
+#   chroot-upgrade install VERSION+test1 over it: modules rebuilt and replaced;
+#                  the switch (turned on before) stays on
+#   chroot-purge   apt purge leaves nothing behind; it turned the switch off
+#                  and rebuilt the initramfs without virtio_scsi_sqcq
 #   vm-modprobe    modprobe the dkms-built host module in a 6.1 VM
-#                  (tests/vm/run.sh; skipped with SQCQ_PKG_VM=0)
+#                  (tests/vm/run.sh)
+#
+# The vm-* tests are skipped with SQCQ_PKG_VM=0.
 #
 # Environment: SQCQ_PKG_KEEP=1 keeps the chroot copy for debugging.
 set -uo pipefail
@@ -83,6 +100,8 @@ ok() { echo "ok: $*"; }
 bad() { echo "not ok: $*"; }
 
 deb="$out/virtio-sqcq-dkms_${ver}_all.deb"
+# shellcheck source=tests/pkg/switch.sh
+. "$here/switch.sh"
 rpmf="$out/virtio-sqcq-dkms-$ver-1.noarch.rpm"
 
 t_versions() {
@@ -160,6 +179,13 @@ t_rpm_sanity() {
 		grep -qx "/usr/src/virtio-sqcq-$ver/$f" <<<"$l" || bad "missing /usr/src/virtio-sqcq-$ver/$f"
 	done
 	grep -qx /etc/modprobe.d/virtio-sqcq.conf <<<"$l" || bad "no modprobe.d file"
+	for f in /usr/sbin/virtio-sqcq-guest /usr/lib/modprobe.d/virtio-sqcq-driver.conf \
+		/usr/lib/dracut/modules.d/95virtio-sqcq/module-setup.sh /etc/modprobe.d/virtio-sqcq-driver.conf; do
+		grep -qx "$f" <<<"$l" || bad "rpm lacks $f"
+	done
+	grep -q '^/usr/share/man/man8/virtio-sqcq-guest\.8' <<<"$l" || bad "rpm lacks the man page"
+	rpm -qp --qf '[%{FILENAMES} %{FILEFLAGS:fflags}\n]' "$rpmf" 2>/dev/null |
+		grep -qx '/etc/modprobe.d/virtio-sqcq-driver.conf g' || bad "the switch file is not a %ghost"
 	rpm -qp --configfiles "$rpmf" 2>/dev/null | grep -qx /etc/modprobe.d/virtio-sqcq.conf ||
 		bad "modprobe.d file not %config"
 	grep -qx dkms <<<"$R" || bad "no Requires: dkms"
@@ -170,6 +196,8 @@ t_rpm_sanity() {
 	# %preun removes only when $1 == 0, and every scriptlet parses.
 	awk '/^preuninstall scriptlet/ { p = 1; next } /scriptlet/ { p = 0 } p' <<<"$s" |
 		grep -q 'if \[ "\$1" -eq 0 \]' || bad "%preun not conditional on \$1 == 0"
+	awk '/^preuninstall scriptlet/ { p = 1; next } /scriptlet/ { p = 0 } p' <<<"$s" |
+		grep -q 'virtio-sqcq-guest off' || bad "%preun does not turn the switch off"
 	awk '/scriptlet \(using \/bin\/sh\):$/ { n++; f = "'"$out"'/scriptlet." n; next } { print > f }' <<<"$s"
 	for f in "$out"/scriptlet.*; do sh -n "$f" || bad "syntax: $f"; done
 	rm -f "$out"/scriptlet.*
@@ -245,7 +273,7 @@ t_chroot_install() {
 }
 
 t_modprobe_conf() {
-	local c="$work/etc/modprobe.d/virtio-sqcq.conf" m p k=${kvers[0]}
+	local c="$work/etc/modprobe.d/virtio-sqcq.conf" m p mc k=${kvers[0]}
 	[ -f "$c" ] || bad "no /etc/modprobe.d/virtio-sqcq.conf"
 	grep -v '^#' "$c" | grep -q . && bad "uncommented lines in the example conf"
 	for m in vhost_scsi_sqcq virtio_scsi_sqcq; do
@@ -254,7 +282,16 @@ t_modprobe_conf() {
 				bad "$m parameter $p not in the example conf"
 		done
 	done
-	grep -qx '#blacklist virtio_scsi' "$c" || bad "no commented blacklist virtio_scsi"
+	grep -q 'virtio-sqcq-guest' "$c" || bad "the conf does not point to virtio-sqcq-guest"
+	# Exactly one of the two drivers of a virtio-scsi controller may load by
+	# alias; by default the in-tree one.
+	grep -qx 'virtio:d00000008v\*' <<<"$(in_chroot modinfo -k "$k" -F alias virtio_scsi_sqcq)" ||
+		bad "virtio_scsi_sqcq has no alias virtio:d00000008v*"
+	grep -qx 'blacklist virtio_scsi_sqcq' "$work/lib/modprobe.d/virtio-sqcq-driver.conf" ||
+		bad "/lib/modprobe.d/virtio-sqcq-driver.conf does not blacklist virtio_scsi_sqcq"
+	mc=$(in_chroot modprobe -c)
+	grep -qx 'blacklist virtio_scsi_sqcq' <<<"$mc" || bad "modprobe -c: virtio_scsi_sqcq not blacklisted"
+	grep -qx 'blacklist virtio_scsi' <<<"$mc" && bad "modprobe -c: virtio_scsi blacklisted"
 	in_chroot dpkg-query -W -f='${Conffiles}\n' virtio-sqcq-dkms | grep -q /etc/modprobe.d/virtio-sqcq.conf ||
 		bad "not a conffile"
 	ok "conf checked"
@@ -270,6 +307,7 @@ t_chroot_upgrade() {
 		"$tmp/tree/scripts/pkg-build.sh" deb "$tmp/out" || { rm -rf "$tmp"; return 1; }
 	cp "$tmp/out/virtio-sqcq-dkms_${ver2}_all.deb" "$work/tmp/"
 	rm -rf "$tmp"
+	[ "${result[switch-chroot]:-}" != PASS ] || sw_upgrade_pre || return 1
 	in_chroot apt-get install -y -q --no-install-recommends "/tmp/virtio-sqcq-dkms_${ver2}_all.deb" ||
 		return 1
 	# Debian's dkms postinst builds for the running kernel and the newest one
@@ -284,6 +322,7 @@ t_chroot_upgrade() {
 		[ "$(find "$work/lib/modules/$k" -name 'v*_scsi_sqcq.ko*' | wc -l)" -eq 2 ] ||
 			bad "$k: not exactly 2 modules: $(find "$work/lib/modules/$k" -name '*sqcq*')"
 	done
+	[ "${result[switch-chroot]:-}" != PASS ] || sw_upgrade_post
 	ok "upgrade checked"
 }
 
@@ -291,11 +330,25 @@ t_chroot_purge() {
 	local left
 	in_chroot apt-get purge -y -q virtio-sqcq-dkms || return 1
 	left=$(cd "$work" && ls -d lib/modules/*/updates/dkms/*sqcq* usr/src/virtio-sqcq* \
-		var/lib/dkms/virtio-sqcq etc/modprobe.d/virtio-sqcq.conf 2>/dev/null)
+		var/lib/dkms/virtio-sqcq etc/modprobe.d/virtio-sqcq*.conf lib/modprobe.d/virtio-sqcq* \
+		usr/sbin/virtio-sqcq-guest usr/share/initramfs-tools/hooks/virtio-sqcq \
+		usr/lib/dracut/modules.d/95virtio-sqcq 2>/dev/null)
 	left+=$(cd "$work" && find lib/modules -name '*sqcq*' 2>/dev/null)
 	[ -z "$left" ] || bad "left after purge: $left"
 	in_chroot dkms status | grep -q virtio-sqcq && bad "dkms status still lists virtio-sqcq"
+	[ "${result[switch-chroot]:-}" != PASS ] || sw_purge_post
 	ok "purged"
+}
+
+# kmods_of KVER: the cached module tree of the 6.1 kernel KVER (fetched if
+# needed): <kimage>/lib/modules/KVER.
+kmods_of() {
+	local src
+	src=$(ls -d "$SQCQ_CACHE"/kimage/*/lib/modules/"$1" 2>/dev/null | head -n 1)
+	[ -d "$src" ] || "$top/tests/vm/fetch-kernel.sh" 6.1 >/dev/null || return 1
+	src=$(ls -d "$SQCQ_CACHE"/kimage/*/lib/modules/"$1" 2>/dev/null | head -n 1)
+	[ -d "$src" ] || { echo "no cached kernel modules for $1" >&2; return 1; }
+	echo "$src"
 }
 
 # A private module root for the VM: the 6.1 kernel's own modules (hard links
@@ -305,10 +358,7 @@ t_chroot_purge() {
 # resolves our modules and their dependencies.
 make_modroot() {
 	local k=$1 src root
-	src=$(ls -d "$SQCQ_CACHE"/kimage/*/lib/modules/"$k" 2>/dev/null | head -n 1)
-	[ -d "$src" ] || "$top/tests/vm/fetch-kernel.sh" 6.1 >/dev/null || return 1
-	src=$(ls -d "$SQCQ_CACHE"/kimage/*/lib/modules/"$k" 2>/dev/null | head -n 1)
-	[ -d "$src" ] || { echo "no cached kernel modules for $k"; return 1; }
+	src=$(kmods_of "$k") || return 1
 	root=$out/vm-modroot
 	rm -rf "$root"
 	mkdir -p "$root/lib/modules/$k/updates/dkms"
@@ -341,6 +391,17 @@ run_test lintian t_lintian build-deb
 run_test rpm-sanity t_rpm_sanity build-rpm
 run_test chroot-install t_chroot_install build-deb
 run_test modprobe-conf t_modprobe_conf chroot-install
+run_test switch-chroot t_switch_chroot chroot-install
+run_test switch-dracut t_switch_dracut switch-chroot
+if [ "${SQCQ_PKG_VM:-1}" != 0 ]; then
+	run_test vm-boot-on t_vm_boot_on switch-chroot
+	run_test vm-boot-off t_vm_boot_off switch-chroot
+	run_test vm-boot-nomodule t_vm_boot_nomodule switch-chroot
+	run_test vm-boot-dracut t_vm_boot_dracut switch-dracut
+	run_test vm-rescue-initramfs t_vm_rescue_initramfs switch-chroot
+	run_test vm-rescue-dracut t_vm_rescue_dracut switch-dracut
+	run_test vm-switch-now t_vm_switch_now switch-chroot
+fi
 run_test chroot-upgrade t_chroot_upgrade chroot-install
 run_test chroot-purge t_chroot_purge chroot-install
 if [ "${SQCQ_PKG_VM:-1}" != 0 ]; then
