@@ -233,11 +233,7 @@ if [ -z "$ko" ]; then
 	[ -f "$ko" ] || tests/matrix.sh "$id" >&2 || true
 fi
 [ -f "$ko" ] || { echo "bench: no module at $ko (tests/matrix.sh $id)" >&2; exit 1; }
-if ! command -v fio >/dev/null; then
-	DEBIAN_FRONTEND=noninteractive apt-get install -y -q fio </dev/null >&2 ||
-		{ apt-get update -q </dev/null >&2 &&
-		  DEBIAN_FRONTEND=noninteractive apt-get install -y -q fio </dev/null >&2; }
-fi
+sqcq_install fio || { echo "bench: cannot install fio" >&2; exit 1; }
 
 work=$(mktemp -d /tmp/sqcq-bench.XXXXXX)
 trap 'rm -rf "$work"' EXIT

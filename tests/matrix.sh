@@ -130,21 +130,9 @@ tail_log() {
 }
 
 install_host_deps() {
-	local missing=() p
-	for p in "${HOST_PKGS[@]}"; do
-		dpkg-query -W -f='${db:Status-Status}\n' "$p" 2>/dev/null |
-			grep -qx installed || missing+=("$p")
-	done
-	[ ${#missing[@]} -gt 0 ] || return 0
-	log "installing host packages: ${missing[*]}"
-	export DEBIAN_FRONTEND=noninteractive
-	local inst=(apt-get install -y -q --no-install-recommends -o Dpkg::Use-Pty=0)
-	{
-		"${inst[@]}" "${missing[@]}" ||
-			{ apt-get update -q && "${inst[@]}" "${missing[@]}"; }
-	} </dev/null >"$LOGS/host-deps.log" 2>&1 || {
+	sqcq_install "${HOST_PKGS[@]}" 2>"$LOGS/host-deps.log" || {
 		tail_log "$LOGS/host-deps.log" >&2
-		die "could not install ${missing[*]}"
+		die "could not install ${HOST_PKGS[*]}"
 	}
 }
 

@@ -96,12 +96,7 @@ for n in "${need[@]}"; do
 		{ echo "FAIL: e2e $label ${n%%:*}: no module ${n#*:} (tests/matrix.sh ${n%%:*})"; exit 1; }
 done
 # fio runs in L2 from this machine's root (shared over 9p twice).
-if ! command -v fio >/dev/null; then
-	DEBIAN_FRONTEND=noninteractive apt-get install -y -q fio </dev/null >&2 ||
-		{ apt-get update -q </dev/null >&2 &&
-		  DEBIAN_FRONTEND=noninteractive apt-get install -y -q fio </dev/null >&2; } ||
-		{ echo "FAIL: e2e $label $id: cannot install fio"; exit 1; }
-fi
+sqcq_install fio || { echo "FAIL: e2e $label $id: cannot install fio"; exit 1; }
 # L2's initramfs (with scsi_mod and sd_mod, see l1.sh), built here into the
 # shared cache: L1 finds it there instead of building it (~1 min in L1).
 sqcq_vm_install_deps

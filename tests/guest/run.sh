@@ -60,12 +60,7 @@ fi
 [ -f "$ko" ] || { echo "FAIL: guest $id: no module at $ko (tests/matrix.sh $id)"; exit 1; }
 # fio runs inside the VM from this machine's root; a fresh machine may have
 # empty package lists, so update once if the first install fails.
-if ! command -v fio >/dev/null; then
-	DEBIAN_FRONTEND=noninteractive apt-get install -y -q fio </dev/null >&2 ||
-		{ apt-get update -q </dev/null >&2 &&
-		  DEBIAN_FRONTEND=noninteractive apt-get install -y -q fio </dev/null >&2; } ||
-		{ echo "FAIL: guest $id: cannot install fio"; exit 1; }
-fi
+sqcq_install fio || { echo "FAIL: guest $id: cannot install fio"; exit 1; }
 
 work=$(mktemp -d /tmp/sqcq-guest.XXXXXX)
 mon=$work/monitor.sock

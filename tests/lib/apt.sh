@@ -6,6 +6,7 @@
 #   sqcq_apt update                         # refresh the private lists (cached)
 #   sqcq_apt download <pkg>=<ver> ...       # into the current directory
 #   sqcq_apt_candidate <suite> <pkg>        # version that suite offers
+#   sqcq_install <pkg> ...                  # this machine's packages (apt-get)
 #
 # Everything lives under $SQCQ_CACHE (default /var/cache/virtio-sqcq),
 # never in the repository.
@@ -100,4 +101,25 @@ sqcq_apt_candidate() {
 		awk -F'|' -v s="$suite" '{gsub(/ /,"",$2); n = split($3, w, " ");
 			for (i = 1; i <= n; i++) if (w[i] == s "/main") print $2}' |
 		sort -V | tail -n 1
+}
+
+# sqcq_install PKG...: install those of PKG that are not installed yet, with
+# this machine's own apt.  A fresh machine may have empty or stale package
+# lists: when the install fails, the lists are updated once and the install
+# repeated.  apt's output goes to stderr.  Status 0 when all are installed.
+sqcq_install() {
+	local p missing=()
+	local inst=(apt-get install -y -q --no-install-recommends -o Dpkg::Use-Pty=0
+		-o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold)
+	for p in "$@"; do
+		dpkg-query -W -f='${db:Status-Status}\n' "$p" 2>/dev/null |
+			grep -qx installed || missing+=("$p")
+	done
+	[ ${#missing[@]} -gt 0 ] || return 0
+	echo "installing ${missing[*]}" >&2
+	{
+		DEBIAN_FRONTEND=noninteractive "${inst[@]}" "${missing[@]}" ||
+			{ apt-get update -q &&
+			  DEBIAN_FRONTEND=noninteractive "${inst[@]}" "${missing[@]}"; }
+	} </dev/null >&2
 }

@@ -36,16 +36,9 @@ jobs=${SQCQ_MODEL_JOBS:-2}
 model=sqcq_handshake.pml
 
 ensure_deps() {
-	local need=()
-	command -v spin >/dev/null 2>&1 || need+=(spin)
-	command -v gcc >/dev/null 2>&1 || need+=(gcc)
-	[ -f /usr/include/stdio.h ] || need+=(libc6-dev)
-	[ ${#need[@]} -eq 0 ] && return 0
-	echo "model: installing ${need[*]}"
-	export DEBIAN_FRONTEND=noninteractive
-	apt-get install -y -qq "${need[@]}" >/dev/null 2>&1 ||
-		{ apt-get update -qq >/dev/null 2>&1 &&
-		  apt-get install -y -qq "${need[@]}" >/dev/null 2>&1; }
+	# shellcheck source=tests/lib/apt.sh
+	. "$here/../lib/apt.sh"
+	sqcq_install spin gcc libc6-dev 2>/dev/null
 	command -v spin >/dev/null 2>&1 || { echo "FAIL: model setup (no spin)"; exit 1; }
 }
 

@@ -35,17 +35,9 @@ result() {	# result PASS|FAIL name [note]
 }
 
 ensure_deps() {
-	local need=()
-	command -v gcc >/dev/null 2>&1 || need+=(gcc)
-	[ -f /usr/include/linux/types.h ] || need+=(linux-libc-dev)
-	[ -f /usr/include/pthread.h ] || need+=(libc6-dev)
-	command -v timeout >/dev/null 2>&1 || need+=(coreutils)
-	[ ${#need[@]} -eq 0 ] && return 0
-	echo "unit: installing ${need[*]}"
-	export DEBIAN_FRONTEND=noninteractive
-	apt-get install -y -qq "${need[@]}" >/dev/null 2>&1 ||
-		{ apt-get update -qq >/dev/null 2>&1 &&
-		  apt-get install -y -qq "${need[@]}" >/dev/null 2>&1; }
+	# shellcheck source=tests/lib/apt.sh
+	. "$here/../lib/apt.sh"
+	sqcq_install gcc linux-libc-dev libc6-dev coreutils 2>/dev/null
 }
 
 # Does gcc link -fsanitize=address,undefined programs here?
