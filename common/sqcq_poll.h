@@ -30,10 +30,14 @@
 /* The smallest window that is not 0, and where growing starts. */
 #define SQCQ_POLL_WINDOW_MIN_NS		10000ULL
 
-/*
- * The window after an idle period of @idle_ns, given the current window
- * @cur_ns and the ceiling @ceil_ns (poll_idle_us in ns).  The result never
- * exceeds the ceiling, also when the ceiling was lowered meanwhile.
+/**
+ * sqcq_poll_window_next() - the idle window after an idle period
+ * @cur_ns: the current window
+ * @idle_ns: the idle period that just ended (last work to this work)
+ * @ceil_ns: the ceiling, poll_idle_us in ns
+ *
+ * Return: the new window, never above the ceiling, also when the ceiling
+ * was lowered meanwhile.
  */
 static inline __u64 sqcq_poll_window_next(__u64 cur_ns, __u64 idle_ns,
 					  __u64 ceil_ns)
@@ -67,12 +71,15 @@ enum sqcq_poll_step {
 	SQCQ_POLL_SLEEP		/* the sleep handshake, for *why */
 };
 
-/*
- * The decision after a pass.  @work: the pass found work.  @contended:
- * another task is runnable on this CPU or the scheduler wants it back.
- * @yielded: the previous pass yielded.  @stolen: the hypervisor took the
- * vCPU since the previous pass (guest).  @window_over: no work for the
- * whole idle window.
+/**
+ * sqcq_poll_decide() - what a poller does after a pass
+ * @work: the pass found work
+ * @contended: another task is runnable on this CPU or the scheduler wants
+ *             it back
+ * @yielded: the previous pass yielded
+ * @stolen: the hypervisor took the vCPU since the previous pass (guest)
+ * @window_over: no work for the whole idle window
+ * @why: set to the reason when the answer is %SQCQ_POLL_SLEEP
  *
  * Contended, the poller first yields (with notifications requested): the
  * other task is often short, such as the kworker the target core queued on
@@ -80,6 +87,8 @@ enum sqcq_poll_step {
  * done.  Still contended at the next pass without work, it sleeps: a CPU
  * hog, or an application that needs the CPU.  Uncontended, it spins until
  * the window is over, and never while the vCPU is being stolen.
+ *
+ * Return: the step.
  */
 static inline enum sqcq_poll_step
 sqcq_poll_decide(bool work, bool contended, bool yielded, bool stolen,

@@ -279,10 +279,14 @@ SQCQ_ASSERT(SQCQ_AREA_MAX_BYTES == 135168, "max area bytes");
 	__atomic_store_n((p), cpu_to_le16((__u16)(v)), __ATOMIC_RELAXED)
 #endif
 
-/*
- * Consumer side, after it saw a doorbell index move: read barrier before it
- * reads the ring entries that index covers.  Pairs with the sqcq_wmb() in
- * sqcq_publish().
+/**
+ * sqcq_consume_idx() - read a doorbell index, consumer side
+ * @idx: the doorbell index (vring_sq.idx or vring_cq.idx)
+ *
+ * Read barrier after the load, before the ring entries the index covers
+ * are read.  Pairs with the sqcq_wmb() in sqcq_publish().
+ *
+ * Return: the index.
  */
 static inline __u16 sqcq_consume_idx(const __le16 *idx)
 {
@@ -321,13 +325,19 @@ static inline bool sqcq_idx_advance_ok(__u16 new_idx, __u16 old_idx,
 /* Either the producer sees the flag or the consumer sees the index.    */
 /* ------------------------------------------------------------------ */
 
-/*
- * Producer side.  The ring contents (descriptors, avail or used entries and
- * the ring's own idx) must already be written; @idx is the doorbell index
- * (vring_sq.idx for the guest, vring_cq.idx for the host), @peer_flags the
- * peer's flags word (vring_sq.flags / vring_cq.flags), @need the peer's
- * NEED_WAKEUP bit.  Returns true when the producer must notify (kick or
- * interrupt) the peer.
+/**
+ * sqcq_publish() - publish a doorbell index, producer side
+ * @idx: the doorbell index (vring_sq.idx for the guest, vring_cq.idx for
+ *       the host)
+ * @new_idx: the value to publish
+ * @peer_flags: the consumer's flags word (vring_sq.flags / vring_cq.flags)
+ * @need: the consumer's NEED_WAKEUP bit
+ *
+ * The ring contents (descriptors, avail or used entries and the ring's own
+ * idx) must already be written.  Write barrier, index store, full barrier,
+ * flag load (docs/protocol.md section 4).
+ *
+ * Return: true when the producer must notify (kick or interrupt) the peer.
  */
 static inline bool sqcq_publish(__le16 *idx, __u16 new_idx,
 				const __le16 *peer_flags, __u16 need)
@@ -344,17 +354,22 @@ static inline bool sqcq_publish(__le16 *idx, __u16 new_idx,
 	return (sqcq_load16(peer_flags) & need) != 0;
 }
 
-/*
- * Consumer side, before sleeping.  @own_flags is the consumer's flags word,
- * @need its NEED_WAKEUP bit, @idx the doorbell index it consumes and @seen
- * the value it has already processed up to.  Returns true when the consumer
- * may sleep (flag left set; the producer will notify), false when new work
- * arrived (flag cleared again; keep polling).
+/**
+ * sqcq_prepare_sleep() - ask for notifications before sleeping, consumer side
+ * @own_flags: the consumer's flags word
+ * @need: its NEED_WAKEUP bit
+ * @idx: the doorbell index it consumes
+ * @seen: the index value it has processed up to
  *
- * The caller must already be armed for the notification before calling this
- * (set_current_state()/prepare_to_wait() in the kernel, or a counting object
- * such as an eventfd): a notification sent between a true return and the
- * actual sleep must still end that sleep.
+ * Flag store, full barrier, index re-read (docs/protocol.md section 4).
+ * The caller must already be armed for the notification (set_current_state()
+ * or prepare_to_wait() in the kernel, or a counting object such as an
+ * eventfd): a notification sent between a true return and the actual sleep
+ * must still end that sleep.
+ *
+ * Return: true when the consumer may sleep (flag left set: the producer
+ * will notify), false when new work arrived (flag cleared again: keep
+ * polling).
  */
 static inline bool sqcq_prepare_sleep(__le16 *own_flags, __u16 need,
 				      const __le16 *idx, __u16 seen)
@@ -371,23 +386,31 @@ static inline bool sqcq_prepare_sleep(__le16 *own_flags, __u16 need,
 	return true;
 }
 
-/*
- * Consumer side, after a wakeup: stop asking for notifications.  No barrier
- * is needed here: the consumer polls the index after this, and goes through
- * sqcq_prepare_sleep() (with its full barrier) before it sleeps again, so a
- * publish that raced with the clear is seen by that re-check at the latest.
+/**
+ * sqcq_clear_need_wakeup() - stop asking for notifications, consumer side
+ * @own_flags: the consumer's flags word
+ * @need: its NEED_WAKEUP bit
+ *
+ * After a wakeup or a yield.  No barrier: the consumer polls the index after
+ * this, and goes through sqcq_prepare_sleep() (with its full barrier) before
+ * it sleeps again, so a publish that raced with the clear is seen by that
+ * re-check at the latest.
  */
 static inline void sqcq_clear_need_wakeup(__le16 *own_flags, __u16 need)
 {
 	sqcq_store16(own_flags, sqcq_load16(own_flags) & ~need);
 }
 
-/*
- * Consumer side, when it cannot poll for a while (it yields the CPU, or it
- * was kept from running) but is not going to sleep: ask for notifications.
- * Full barrier so that the consumer's next check of the index (it drains
- * right after) cannot pass the flag store; pairs with the full barrier in
- * sqcq_publish().  sqcq_clear_need_wakeup() ends it when polling resumes.
+/**
+ * sqcq_request_notify() - ask for notifications without sleeping
+ * @own_flags: the consumer's flags word
+ * @need: its NEED_WAKEUP bit, possibly with more bits to set
+ *
+ * For a consumer that cannot poll for a while (it yields the CPU, or it was
+ * kept from running) but is not going to sleep.  Full barrier so that its
+ * next check of the index (it drains right after) cannot pass the flag
+ * store; pairs with the full barrier in sqcq_publish().
+ * sqcq_clear_need_wakeup() ends it when polling resumes.
  */
 static inline void sqcq_request_notify(__le16 *own_flags, __u16 need)
 {
@@ -395,11 +418,16 @@ static inline void sqcq_request_notify(__le16 *own_flags, __u16 need)
 	sqcq_mb();
 }
 
-/*
- * Graceful degradation (docs/protocol.md section 5): a side that stops polling sets its
- * NEED_WAKEUP bit for good (plus STOPPED for observability) so the peer
- * notifies on every publish.  Full barrier so that a later check of the
- * index by the stopping side (draining) cannot pass the flag store.
+/**
+ * sqcq_stop_polling() - stop polling for good
+ * @own_flags: the stopping side's flags word
+ * @need: its NEED_WAKEUP bit
+ * @stopped: its STOPPED bit
+ *
+ * Graceful degradation (docs/protocol.md section 5): NEED_WAKEUP set for
+ * good, plus STOPPED for observability, so that the peer notifies on every
+ * publish.  Full barrier so that a later check of the index by the stopping
+ * side (draining) cannot pass the flag store.
  */
 static inline void sqcq_stop_polling(__le16 *own_flags, __u16 need,
 				     __u16 stopped)

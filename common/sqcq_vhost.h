@@ -255,41 +255,73 @@ extern struct ratelimit_state sqcq_lifecycle_rs;
 /* What a serve handler returns for a request it completes later. */
 #define SQCQ_REQ_ASYNC	U32_MAX
 
-/*
- * Serve @vq: @one handles each popped request and returns the number of
- * bytes it wrote to the request's writable part, or SQCQ_REQ_ASYNC when
- * the request completes later (the device then pushes the used entry
- * itself, from complete_vq()).  Handles kick suppression, the weight limit
- * and the call signal.
+/**
+ * sqcq_vq_serve_sync() - serve a ring with a per-request handler
+ * @vq: the ring; vq->mutex held (the worker, from handle_vq())
+ * @one: handles one popped request and returns the bytes it wrote to the
+ *       request's writable part, or %SQCQ_REQ_ASYNC when the request
+ *       completes later (the device then pushes the used entry itself,
+ *       from complete_vq())
+ *
+ * Handles kick suppression, the weight limit and the call signal.
  */
 void sqcq_vq_serve_sync(struct sqcq_vq *vq,
 			u32 (*one)(struct sqcq_vq *vq, struct sqcq_req *req));
 
 /* ---- SQ/CQ doorbells (host/vhost_sqcq.c) ---- */
 
-/*
- * Map the area [gpa, gpa + len) (which must lie in one region of @umem,
- * the caller's queue's table) and poll queues first_vq .. first_vq + nq - 1 through it.
- * Called by the worker while serving the control queue (poll_lock held).
- * Returns an SQCQ_S_* status.
+/**
+ * __sqcq_doorbells_attach() - install a guest's doorbell area
+ * @dev: the device; poll_lock held (the worker, serving the control queue)
+ * @umem: the memory table of the queue the setup request came on
+ * @gpa: the area's guest address; [@gpa, @gpa + @len) must lie in one
+ *       region of @umem
+ * @len: the area's length
+ * @first_vq: the first polled queue
+ * @nq: how many queues from @first_vq are polled through the area
+ * @sq_poll: the host polls the SQ doorbells (else the guest kicks)
+ *
+ * Pins and maps the area (docs/protocol.md section 3).
+ *
+ * Return: an SQCQ_S_* status.
  */
 int __sqcq_doorbells_attach(struct sqcq_vdev *dev,
 			    const struct sqcq_umem *umem, u64 gpa, u32 len,
 			    unsigned int first_vq, unsigned int nq,
 			    bool sq_poll);
-/* Stop polling for good and unmap; poll_lock held.  False: none. */
+/**
+ * __sqcq_doorbells_detach() - stop polling for good and unmap the area
+ * @dev: the device; poll_lock held
+ * @why: for the log line
+ *
+ * Leaves SQ NEED_WAKEUP | STOPPED set (docs/protocol.md section 5) and
+ * queues every running ring, so requests published meanwhile are served.
+ *
+ * Return: false when no area was installed.
+ */
 bool __sqcq_doorbells_detach(struct sqcq_vdev *dev, const char *why);
 /* The same from any context that holds no vq->mutex. */
 void sqcq_doorbells_detach(struct sqcq_vdev *dev, const char *why);
 /* After a new memory table: keep the area only if it still maps the same. */
 void sqcq_doorbells_revalidate(struct sqcq_vdev *dev,
 			       const struct sqcq_umem *umem);
-/*
- * Worker: the SQ/CQ poll loop, for as long as doorbells with SQ polling
- * are installed; returns when they are gone or the worker must stop.
+/**
+ * sqcq_poll_run() - the SQ/CQ poll loop of a device's worker
+ * @dev: the device; called by its worker without poll_lock
+ *
+ * Runs for as long as doorbells with SQ polling are installed: the whole
+ * polling policy and the sleep handshake (host/vhost_sqcq.c).  Returns when
+ * they are gone or the worker must stop.
  */
 void sqcq_poll_run(struct sqcq_vdev *dev);
-/* Completion side of the handshake, from sqcq_vq_notify(). */
+/**
+ * sqcq_doorbells_publish_cq() - publish a ring's CQ doorbell
+ * @vq: the ring, vq->mutex held; its used ring is written
+ *
+ * The completion side of the handshake, from sqcq_vq_notify().
+ *
+ * Return: true when the guest's poller asked for an interrupt.
+ */
 bool sqcq_doorbells_publish_cq(struct sqcq_vq *vq);
 const struct sqcq_mem_region *sqcq_umem_lookup(const struct sqcq_umem *umem,
 					       u64 gpa);

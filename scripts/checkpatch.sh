@@ -1,7 +1,9 @@
 #!/bin/bash
 # scripts/checkpatch.sh: the kernel's checkpatch.pl --strict over the module
-# sources (make checkpatch).  Prints checkpatch's findings and a summary;
-# exits 1 when anything is left beyond the exceptions below.
+# sources (make checkpatch), and its kernel-doc over the headers whose
+# functions carry kernel-doc (the handshake helpers, the poll policy, the
+# host's cross-file API).  Prints the findings and a summary; exits 1 when
+# anything is left beyond the exceptions below.
 #
 # checkpatch.pl comes from $CHECKPATCH, else from the kernel tree the debug
 # stage builds ($SQCQ_CACHE/debug-kernel/tree, tests/debug/build-kernel.sh),
@@ -46,7 +48,7 @@ find_checkpatch() {
 		dpkg-deb --fsys-tarfile "$deb" | tar -x -C "$tmp" --wildcards '*.tar.xz' &&
 		tar -xJf "$tmp"/usr/src/linux-source-*.tar.xz -C "$dir" --wildcards \
 			'*/scripts/checkpatch.pl' '*/scripts/spelling.txt' \
-			'*/scripts/const_structs.checkpatch' >&2
+			'*/scripts/const_structs.checkpatch' '*/scripts/kernel-doc' >&2
 	rm -rf "$tmp"
 	ls "$dir"/linux-source-*/scripts/checkpatch.pl 2>/dev/null | head -n 1
 }
@@ -72,4 +74,9 @@ out=$(
 n=$(grep -c '^[^ ]*:[0-9]*: ' <<<"$out")
 [ -n "$out" ] && echo "$out"
 echo "checkpatch --strict ($cp): $n findings beyond the listed exceptions"
-[ "$n" = 0 ]
+kd=$(perl "${cp%/checkpatch.pl}/kernel-doc" -none common/sqcq_uapi.h \
+	common/sqcq_poll.h common/sqcq_vhost.h 2>&1 | grep -v 'Sphinx version')
+k=$(grep -c . <<<"$kd")
+[ -n "$kd" ] && echo "$kd"
+echo "kernel-doc: $k warnings"
+[ "$n" = 0 ] && [ "$k" = 0 ]
