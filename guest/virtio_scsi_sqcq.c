@@ -7,7 +7,7 @@
  * 1 = event, 2.. = request queues.  The request queues are split into
  * interrupt queues (first) and, with poll_queues=N, N interrupt-less poll
  * queues (last) that blk-mq maps to HCTX_TYPE_POLL and drains through
- * ->mq_poll.  Every queue is drained by sqcq_vq_drain(), whoever calls it
+ * ->mq_poll.  Every queue is drained by virtscsi_vq_drain(), whoever calls it
  * (interrupt, mq_poll, error handling, later the SQ/CQ poll threads).
  *
  * Error handling (docs/error-handling.md): the device owns a command, and
@@ -75,7 +75,7 @@ MODULE_PARM_DESC(poll_adaptive, "Adapt each poller's idle window below poll_idle
 
 static unsigned int poll_queues;
 
-static int sqcq_poll_queues_set(const char *val, const struct kernel_param *kp)
+static int virtscsi_poll_queues_set(const char *val, const struct kernel_param *kp)
 {
 	unsigned int v;
 
@@ -91,20 +91,20 @@ static int sqcq_poll_queues_set(const char *val, const struct kernel_param *kp)
 	return 0;
 }
 
-static int sqcq_poll_queues_get(char *buf, const struct kernel_param *kp)
+static int virtscsi_poll_queues_get(char *buf, const struct kernel_param *kp)
 {
 	return scnprintf(buf, PAGE_SIZE, "%u\n", READ_ONCE(poll_queues));
 }
 
-static const struct kernel_param_ops sqcq_poll_queues_ops = {
-	.set = sqcq_poll_queues_set,
-	.get = sqcq_poll_queues_get,
+static const struct kernel_param_ops virtscsi_poll_queues_ops = {
+	.set = virtscsi_poll_queues_set,
+	.get = virtscsi_poll_queues_get,
 };
 
-module_param_cb(poll_queues, &sqcq_poll_queues_ops, NULL, 0644);
+module_param_cb(poll_queues, &virtscsi_poll_queues_ops, NULL, 0644);
 MODULE_PARM_DESC(poll_queues, "Dedicated interrupt-less poll queues per device, as upstream virtscsi_poll_queues; at least one interrupt queue always stays (default 0; applies to devices probed later)");
 /* Upstream virtio_scsi's name for the same setting. */
-module_param_cb(virtscsi_poll_queues, &sqcq_poll_queues_ops, NULL, 0644);
+module_param_cb(virtscsi_poll_queues, &virtscsi_poll_queues_ops, NULL, 0644);
 MODULE_PARM_DESC(virtscsi_poll_queues, "Alias of poll_queues");
 
 /* ------------------------------------------------------------------ */
@@ -131,21 +131,21 @@ MODULE_PARM_DESC(virtscsi_poll_queues, "Alias of poll_queues");
 /*
  * The midlayer numbers a flat-space LUN >= 256 that REPORT LUNS returns as
  * 0x4000 + LUN (scsilun_to_int()); events carry the same two bytes.  Both
- * then reach the device unchanged through sqcq_encode_lun().
+ * then reach the device unchanged through virtscsi_encode_lun().
  */
 #define SQCQ_LUN_FLAT		0x4000
 
-enum sqcq_vq_kind { SQCQ_KIND_CTRL, SQCQ_KIND_EVENT, SQCQ_KIND_IRQ,
+enum virtscsi_vq_kind { SQCQ_KIND_CTRL, SQCQ_KIND_EVENT, SQCQ_KIND_IRQ,
 		    SQCQ_KIND_POLL };
 
-/* Who called sqcq_vq_drain(): decides which counter is bumped. */
-enum sqcq_drain_src { SQCQ_SRC_IRQ, SQCQ_SRC_POLL, SQCQ_SRC_EH, SQCQ_SRC_SQCQ };
+/* Who called virtscsi_vq_drain(): decides which counter is bumped. */
+enum virtscsi_drain_src { SQCQ_SRC_IRQ, SQCQ_SRC_POLL, SQCQ_SRC_EH, SQCQ_SRC_SQCQ };
 
 /*
  * Counters of one virtqueue.  All are updated with the queue lock held
  * and read locklessly by debugfs.
  */
-struct sqcq_vq_stats {
+struct virtscsi_vq_stats {
 	u64 requests;		/* buffers added */
 	u64 kicks;		/* notifications sent to the device */
 	u64 interrupts;		/* interrupt callbacks */
@@ -156,10 +156,10 @@ struct sqcq_vq_stats {
 	u64 kicks_saved;	/* submissions published without a kick */
 };
 
-struct sqcq_dev;
+struct virtscsi_dev;
 
 /* Memory the device reads or writes outside the rings: the doorbell area. */
-struct sqcq_dma_area {
+struct virtscsi_dma_area {
 	void *cpu;
 	dma_addr_t addr;		/* what the device is told */
 	size_t bytes;
@@ -171,14 +171,14 @@ struct sqcq_dma_area {
  * in use.  STOPPED: the host set STOPPED (or the guest gave up the mode):
  * classic, exactly, until the device is reset or probed again.
  */
-enum sqcq_state { SQCQ_STATE_OFF, SQCQ_STATE_ON, SQCQ_STATE_STOPPED };
+enum virtscsi_state { SQCQ_STATE_OFF, SQCQ_STATE_ON, SQCQ_STATE_STOPPED };
 
-struct sqcq_vq {
+struct virtscsi_vq {
 	spinlock_t lock;	/* ring access, stats */
 	struct virtqueue *vq;	/* NULL while the rings are torn down */
-	struct sqcq_dev *dev;
-	enum sqcq_vq_kind kind;
-	struct sqcq_vq_stats st;
+	struct virtscsi_dev *dev;
+	enum virtscsi_vq_kind kind;
+	struct virtscsi_vq_stats st;
 	bool broken_seen;	/* "queue is broken" was logged */
 	char name[20];		/* the virtio core keeps a pointer to it */
 	/* Buffers added since the ring was set up = its avail index (lock). */
@@ -193,13 +193,13 @@ struct sqcq_vq {
 	u16 cq_seen;		/* poll thread only */
 };
 
-struct sqcq_event {
+struct virtscsi_event {
 	struct virtio_scsi_event ev;	/* device-writable */
 	struct work_struct work;
-	struct sqcq_dev *dev;
+	struct virtscsi_dev *dev;
 };
 
-struct sqcq_dev {
+struct virtscsi_dev {
 	struct virtio_device *vdev;
 	struct Scsi_Host *shost;
 	unsigned int nr_req;		/* request queues: nr_irq + nr_poll */
@@ -214,27 +214,27 @@ struct sqcq_dev {
 	struct dentry *dbg;
 	/* SQ/CQ (docs/protocol.md): the doorbell area and its poll thread. */
 	struct sqcq_area *area;		/* NULL: never negotiated */
-	struct sqcq_dma_area mem;	/* where area lives */
+	struct virtscsi_dma_area mem;	/* where area lives */
 	/* An area the device may still use (odd setup), freed after reset. */
-	struct sqcq_dma_area stale;
+	struct virtscsi_dma_area stale;
 	/* A setup request the device still holds (probe killed), ditto. */
-	struct sqcq_tmf *stale_tmf;
+	struct virtscsi_tmf *stale_tmf;
 	/* Why SQ/CQ is not in use (debugfs); NULL while it is. */
 	const char *classic_why;
-	enum sqcq_state state;		/* written under sqcq_lock */
-	struct mutex sqcq_lock;		/* state changes, poller stop */
+	enum virtscsi_state state;		/* written under virtscsi_lock */
+	struct mutex virtscsi_lock;		/* state changes, poller stop */
 	struct work_struct stop_work;	/* the host set STOPPED */
 	u32 host_flags;			/* SQCQ_F_* the host accepted */
 	/* The area address the last setup request carried (debugfs). */
 	u64 setup_addr;
 	bool setup_dma_api;
 	bool poll_wake;			/* interrupts wake the poll thread */
-	bool poller_running;		/* sqcq_lock */
-	struct task_struct *poller;	/* referenced until sqcq_sqcq_stop() */
+	bool poller_running;		/* virtscsi_lock */
+	struct task_struct *poller;	/* referenced until virtscsi_sqcq_stop() */
 	int poll_bound_gen;		/* poll thread only */
 	u64 poll_sleeps, poll_wakeups;	/* poll thread, racy reads */
 	/*
-	 * Starvation watchdog (sqcq_poll_watchdog()).  poll_spinning: the
+	 * Starvation watchdog (virtscsi_poll_watchdog()).  poll_spinning: the
 	 * CQs do not ask for interrupts, completions wait for the poll
 	 * thread.  poll_passes: its loop count.  poll_rescued: the watchdog
 	 * asked for interrupts since its last pass.
@@ -247,14 +247,14 @@ struct sqcq_dev {
 	u64 poll_sleep_why[SQCQ_SLEEP_NR];	/* sleeps by reason, ditto */
 	u16 host_nthreads;
 	u32 host_idle_us;
-	struct sqcq_vq ctrl;
-	struct sqcq_vq event;
-	struct sqcq_event events[SQCQ_NR_EVENTS];
-	struct sqcq_vq req[];
+	struct virtscsi_vq ctrl;
+	struct virtscsi_vq event;
+	struct virtscsi_event events[SQCQ_NR_EVENTS];
+	struct virtscsi_vq req[];
 };
 
 /* Per-command state, in the scsi_cmnd's private area (cmd_size). */
-struct sqcq_cmd {
+struct virtscsi_cmd {
 	union {
 		struct virtio_scsi_cmd_req cmd;
 		struct virtio_scsi_cmd_req_pi cmd_pi;
@@ -267,7 +267,7 @@ struct sqcq_cmd {
  * from virtqueue_add_sgs() until it is returned on the used ring or handed
  * back by a reset; its waiter frees it only after that.
  */
-struct sqcq_tmf {
+struct virtscsi_tmf {
 	union {
 		struct virtio_scsi_ctrl_tmf_req tmf;
 		struct {			/* SQ/CQ setup or teardown */
@@ -288,14 +288,14 @@ struct sqcq_tmf {
 	struct completion done;
 };
 
-static struct dentry *sqcq_debugfs;
+static struct dentry *virtscsi_debugfs;
 
-static inline struct sqcq_dev *sqcq_shost_dev(struct Scsi_Host *shost)
+static inline struct virtscsi_dev *virtscsi_shost_dev(struct Scsi_Host *shost)
 {
 	return shost_priv(shost);
 }
 
-static const char *sqcq_kind_name(enum sqcq_vq_kind kind)
+static const char *virtscsi_kind_name(enum virtscsi_vq_kind kind)
 {
 	switch (kind) {
 	case SQCQ_KIND_CTRL:
@@ -310,7 +310,7 @@ static const char *sqcq_kind_name(enum sqcq_vq_kind kind)
 	return "?";
 }
 
-#define sqcq_err_rl(dev, fmt, ...) \
+#define virtscsi_err_rl(dev, fmt, ...) \
 	dev_err_ratelimited(&(dev)->vdev->dev, fmt, ##__VA_ARGS__)
 
 /* ------------------------------------------------------------------ */
@@ -321,7 +321,7 @@ static const char *sqcq_kind_name(enum sqcq_vq_kind kind)
  * Notify the device, without the queue lock held.  @vq was taken under the
  * lock when virtqueue_kick_prepare() asked for a notification (NULL: none).
  */
-static void sqcq_vq_notify(struct virtqueue *vq)
+static void virtscsi_vq_notify(struct virtqueue *vq)
 {
 	if (vq)
 		virtqueue_notify(vq);
@@ -336,9 +336,9 @@ static void sqcq_vq_notify(struct virtqueue *vq)
  * poller.  virtqueue_kick_prepare() also runs in SQ/CQ mode: it resets the
  * ring's count of unannounced buffers.
  */
-static void sqcq_host_stop_seen(struct sqcq_dev *dev);
+static void virtscsi_host_stop_seen(struct virtscsi_dev *dev);
 
-static bool sqcq_vq_kick_needed(struct sqcq_vq *q)
+static bool virtscsi_vq_kick_needed(struct virtscsi_vq *q)
 {
 	bool classic;
 
@@ -356,7 +356,7 @@ static bool sqcq_vq_kick_needed(struct sqcq_vq *q)
 		 */
 		if (unlikely(sqcq_load16(&q->sq->flags) & VRING_SQ_F_STOPPED)) {
 			q->sq = NULL;
-			sqcq_host_stop_seen(q->dev);
+			virtscsi_host_stop_seen(q->dev);
 		}
 		return true;
 	}
@@ -365,18 +365,18 @@ static bool sqcq_vq_kick_needed(struct sqcq_vq *q)
 }
 
 /* Kick whatever was added without a kick; takes the queue lock. */
-static void sqcq_vq_kick(struct sqcq_vq *q)
+static void virtscsi_vq_kick(struct virtscsi_vq *q)
 {
 	unsigned long flags;
 	struct virtqueue *kick = NULL;
 
 	spin_lock_irqsave(&q->lock, flags);
-	if (q->vq && sqcq_vq_kick_needed(q)) {
+	if (q->vq && virtscsi_vq_kick_needed(q)) {
 		q->st.kicks++;
 		kick = q->vq;
 	}
 	spin_unlock_irqrestore(&q->lock, flags);
-	sqcq_vq_notify(kick);
+	virtscsi_vq_notify(kick);
 }
 
 /*
@@ -385,7 +385,7 @@ static void sqcq_vq_kick(struct sqcq_vq *q)
  * time out and the new ones fail at submission (-EIO).  Called with the
  * queue lock held.
  */
-static void sqcq_vq_broken(struct sqcq_vq *q)
+static void virtscsi_vq_broken(struct virtscsi_vq *q)
 {
 	lockdep_assert_held(&q->lock);
 	if (q->broken_seen)
@@ -396,23 +396,23 @@ static void sqcq_vq_broken(struct sqcq_vq *q)
 		q->name);
 }
 
-static void sqcq_cmd_done(struct sqcq_dev *dev, struct sqcq_vq *q,
-			  void *buf, unsigned int len);
-static void sqcq_tmf_done(struct sqcq_dev *dev, void *buf);
-static void sqcq_event_done(struct sqcq_dev *dev, void *buf,
-			    unsigned int len);
+static void virtscsi_cmd_done(struct virtscsi_dev *dev, struct virtscsi_vq *q,
+			      void *buf, unsigned int len);
+static void virtscsi_tmf_done(struct virtscsi_dev *dev, void *buf);
+static void virtscsi_event_done(struct virtscsi_dev *dev, void *buf,
+				unsigned int len);
 
-static void sqcq_vq_complete(struct sqcq_vq *q, void *buf, unsigned int len)
+static void virtscsi_vq_complete(struct virtscsi_vq *q, void *buf, unsigned int len)
 {
 	switch (q->kind) {
 	case SQCQ_KIND_CTRL:
-		sqcq_tmf_done(q->dev, buf);
+		virtscsi_tmf_done(q->dev, buf);
 		break;
 	case SQCQ_KIND_EVENT:
-		sqcq_event_done(q->dev, buf, len);
+		virtscsi_event_done(q->dev, buf, len);
 		break;
 	default:
-		sqcq_cmd_done(q->dev, q, buf, len);
+		virtscsi_cmd_done(q->dev, q, buf, len);
 		break;
 	}
 }
@@ -424,7 +424,7 @@ static void sqcq_vq_complete(struct sqcq_vq *q, void *buf, unsigned int len)
  * completed after dropping it, so completion handlers may submit again.
  * Returns the number of buffers completed.
  */
-static unsigned int sqcq_vq_drain(struct sqcq_vq *q, enum sqcq_drain_src src)
+static unsigned int virtscsi_vq_drain(struct virtscsi_vq *q, enum virtscsi_drain_src src)
 {
 	struct {
 		void *buf;
@@ -462,67 +462,67 @@ static unsigned int sqcq_vq_drain(struct sqcq_vq *q, enum sqcq_drain_src src)
 		if (n == SQCQ_DRAIN_BATCH)
 			again = true;
 		else if (unlikely(virtqueue_is_broken(q->vq)))
-			sqcq_vq_broken(q);
+			virtscsi_vq_broken(q);
 		else if (irq_queue && !virtqueue_enable_cb(q->vq))
 			again = true;	/* more arrived while re-enabling */
 		q->st.completions += n;
 		spin_unlock_irqrestore(&q->lock, flags);
 
 		for (i = 0; i < n; i++)
-			sqcq_vq_complete(q, batch[i].buf, batch[i].len);
+			virtscsi_vq_complete(q, batch[i].buf, batch[i].len);
 		total += n;
 	} while (again);
 
 	return total;
 }
 
-static void sqcq_drain_requests(struct sqcq_dev *dev)
+static void virtscsi_drain_requests(struct virtscsi_dev *dev)
 {
 	unsigned int i;
 
 	for (i = 0; i < dev->nr_req; i++)
-		sqcq_vq_drain(&dev->req[i], SQCQ_SRC_EH);
+		virtscsi_vq_drain(&dev->req[i], SQCQ_SRC_EH);
 }
 
-static struct sqcq_dev *sqcq_vq_to_dev(struct virtqueue *vq)
+static struct virtscsi_dev *virtscsi_vq_to_dev(struct virtqueue *vq)
 {
 	struct Scsi_Host *shost = vq->vdev->priv;
 
-	return sqcq_shost_dev(shost);
+	return virtscsi_shost_dev(shost);
 }
 
-static bool sqcq_host_stopped(struct sqcq_dev *dev, unsigned int i);
+static bool virtscsi_host_stopped(struct virtscsi_dev *dev, unsigned int i);
 
-static void sqcq_ctrl_cb(struct virtqueue *vq)
+static void virtscsi_ctrl_cb(struct virtqueue *vq)
 {
-	sqcq_vq_drain(&sqcq_vq_to_dev(vq)->ctrl, SQCQ_SRC_IRQ);
+	virtscsi_vq_drain(&virtscsi_vq_to_dev(vq)->ctrl, SQCQ_SRC_IRQ);
 }
 
-static void sqcq_event_cb(struct virtqueue *vq)
+static void virtscsi_event_cb(struct virtqueue *vq)
 {
-	sqcq_vq_drain(&sqcq_vq_to_dev(vq)->event, SQCQ_SRC_IRQ);
+	virtscsi_vq_drain(&virtscsi_vq_to_dev(vq)->event, SQCQ_SRC_IRQ);
 }
 
-static void sqcq_req_cb(struct virtqueue *vq)
+static void virtscsi_req_cb(struct virtqueue *vq)
 {
-	struct sqcq_dev *dev = sqcq_vq_to_dev(vq);
+	struct virtscsi_dev *dev = virtscsi_vq_to_dev(vq);
 	unsigned int i = vq->index - SQCQ_VQ_REQ0;
 
 	if (WARN_ON_ONCE(i >= dev->nr_req))
 		return;
-	sqcq_vq_drain(&dev->req[i], SQCQ_SRC_IRQ);
-	/* Pairs with the release in sqcq_sqcq_setup(): dev->area is set. */
+	virtscsi_vq_drain(&dev->req[i], SQCQ_SRC_IRQ);
+	/* Pairs with the release in virtscsi_sqcq_setup(): dev->area is set. */
 	if (smp_load_acquire(&dev->state) != SQCQ_STATE_ON)
 		return;
 	/* A stopped host interrupts on every completion: nothing to wake. */
-	if (sqcq_host_stopped(dev, i)) {
-		sqcq_host_stop_seen(dev);
+	if (virtscsi_host_stopped(dev, i)) {
+		virtscsi_host_stop_seen(dev);
 		return;
 	}
 	/*
 	 * SQ/CQ: an interrupt means the poll thread published CQ NEED_WAKEUP
 	 * and sleeps (or is about to): wake it.  The task stays referenced
-	 * until the rings are gone (sqcq_sqcq_stop()); poll_wake is cleared
+	 * until the rings are gone (virtscsi_sqcq_stop()); poll_wake is cleared
 	 * before it is stopped, and a wakeup racing with that is harmless.
 	 */
 	if (READ_ONCE(dev->poll_wake))
@@ -534,7 +534,7 @@ static void sqcq_req_cb(struct virtqueue *vq)
 /* ------------------------------------------------------------------ */
 
 /* The virtio-scsi single-level LUN format: 1, target, flat-space LUN. */
-static void sqcq_encode_lun(u8 *lun, const struct scsi_device *sdev)
+static void virtscsi_encode_lun(u8 *lun, const struct scsi_device *sdev)
 {
 	lun[0] = 1;
 	lun[1] = sdev->id;
@@ -543,7 +543,7 @@ static void sqcq_encode_lun(u8 *lun, const struct scsi_device *sdev)
 	memset(lun + 4, 0, 4);
 }
 
-static unsigned int sqcq_host_byte(struct sqcq_dev *dev, u8 response)
+static unsigned int virtscsi_host_byte(struct virtscsi_dev *dev, u8 response)
 {
 	switch (response) {
 	case VIRTIO_SCSI_S_OK:
@@ -563,11 +563,11 @@ static unsigned int sqcq_host_byte(struct sqcq_dev *dev, u8 response)
 		return DID_TRANSPORT_DISRUPTED;
 	case VIRTIO_SCSI_S_TARGET_FAILURE:
 		return DID_BAD_TARGET;
-	case VIRTIO_SCSI_S_NEXUS_FAILURE:	/* sqcq_cmd_done(): a status */
+	case VIRTIO_SCSI_S_NEXUS_FAILURE:	/* virtscsi_cmd_done(): a status */
 	case VIRTIO_SCSI_S_FAILURE:
 		return DID_ERROR;
 	}
-	sqcq_err_rl(dev, "unknown command response %u\n", response);
+	virtscsi_err_rl(dev, "unknown command response %u\n", response);
 	atomic64_inc(&dev->bad_completions);
 	return DID_ERROR;
 }
@@ -577,19 +577,19 @@ static unsigned int sqcq_host_byte(struct sqcq_dev *dev, u8 response)
  * "not reported" (vhost-scsi always reports 0), anything else must at least
  * cover the response header.
  */
-static void sqcq_cmd_done(struct sqcq_dev *dev, struct sqcq_vq *q,
-			  void *buf, unsigned int len)
+static void virtscsi_cmd_done(struct virtscsi_dev *dev, struct virtscsi_vq *q,
+			      void *buf, unsigned int len)
 {
 	struct scsi_cmnd *sc = buf;
-	struct sqcq_cmd *cmd = scsi_cmd_priv(sc);
+	struct virtscsi_cmd *cmd = scsi_cmd_priv(sc);
 	struct virtio_scsi_cmd_resp *resp = &cmd->resp;
 	struct virtio_device *vdev = dev->vdev;
 	const unsigned int hdr = offsetof(struct virtio_scsi_cmd_resp, sense);
 	unsigned int sense_len, resid;
 
 	if (len && len < hdr) {
-		sqcq_err_rl(dev, "%s: used length %u shorter than the %u-byte response header; failing the command\n",
-			    q->name, len, hdr);
+		virtscsi_err_rl(dev, "%s: used length %u shorter than the %u-byte response header; failing the command\n",
+				q->name, len, hdr);
 		atomic64_inc(&dev->bad_completions);
 		sc->result = DID_ERROR << 16;
 		sqcq_scsi_done(sc);
@@ -600,7 +600,7 @@ static void sqcq_cmd_done(struct sqcq_dev *dev, struct sqcq_vq *q,
 	if (resp->response == VIRTIO_SCSI_S_NEXUS_FAILURE)
 		sc->result = SAM_STAT_RESERVATION_CONFLICT;
 	else
-		sc->result = (sqcq_host_byte(dev, resp->response) << 16) |
+		sc->result = (virtscsi_host_byte(dev, resp->response) << 16) |
 			     resp->status;
 
 	resid = virtio32_to_cpu(vdev, resp->resid);
@@ -619,20 +619,20 @@ static void sqcq_cmd_done(struct sqcq_dev *dev, struct sqcq_vq *q,
 	sqcq_scsi_done(sc);
 }
 
-static void sqcq_fill_req(struct sqcq_dev *dev, struct sqcq_cmd *cmd,
-			  struct scsi_cmnd *sc, u8 *lun, __virtio64 *tag,
+static void virtscsi_fill_req(struct virtscsi_dev *dev, struct virtscsi_cmd *cmd,
+			      struct scsi_cmnd *sc, u8 *lun, __virtio64 *tag,
 			  u8 *cdb)
 {
 	struct request *rq = scsi_cmd_to_rq(sc);
 
-	sqcq_encode_lun(lun, sc->device);
+	virtscsi_encode_lun(lun, sc->device);
 	*tag = cpu_to_virtio64(dev->vdev, blk_mq_unique_tag(rq));
 	memset(cdb, 0, VIRTIO_SCSI_CDB_SIZE);
 	memcpy(cdb, sc->cmnd, min_t(unsigned int, sc->cmd_len,
 				    VIRTIO_SCSI_CDB_SIZE));
 }
 
-static unsigned int sqcq_prot_bytes(struct scsi_cmnd *sc)
+static unsigned int virtscsi_prot_bytes(struct scsi_cmnd *sc)
 {
 	struct scatterlist *sg;
 	unsigned int i, bytes = 0;
@@ -643,8 +643,8 @@ static unsigned int sqcq_prot_bytes(struct scsi_cmnd *sc)
 }
 
 /* Build the request header; returns its size. */
-static size_t sqcq_build_req(struct sqcq_dev *dev, struct sqcq_cmd *cmd,
-			     struct scsi_cmnd *sc)
+static size_t virtscsi_build_req(struct virtscsi_dev *dev, struct virtscsi_cmd *cmd,
+				 struct scsi_cmnd *sc)
 {
 	struct virtio_device *vdev = dev->vdev;
 
@@ -653,10 +653,10 @@ static size_t sqcq_build_req(struct sqcq_dev *dev, struct sqcq_cmd *cmd,
 		unsigned int pi = 0;
 
 		memset(r, 0, offsetof(struct virtio_scsi_cmd_req_pi, cdb));
-		sqcq_fill_req(dev, cmd, sc, r->lun, &r->tag, r->cdb);
+		virtscsi_fill_req(dev, cmd, sc, r->lun, &r->tag, r->cdb);
 		r->task_attr = VIRTIO_SCSI_S_SIMPLE;
 		if (scsi_get_prot_op(sc) != SCSI_PROT_NORMAL)
-			pi = sqcq_prot_bytes(sc);
+			pi = virtscsi_prot_bytes(sc);
 		if (sc->sc_data_direction == DMA_TO_DEVICE)
 			r->pi_bytesout = cpu_to_virtio32(vdev, pi);
 		else if (sc->sc_data_direction == DMA_FROM_DEVICE)
@@ -664,8 +664,8 @@ static size_t sqcq_build_req(struct sqcq_dev *dev, struct sqcq_cmd *cmd,
 		return sizeof(*r);
 	}
 	memset(&cmd->req.cmd, 0, offsetof(struct virtio_scsi_cmd_req, cdb));
-	sqcq_fill_req(dev, cmd, sc, cmd->req.cmd.lun, &cmd->req.cmd.tag,
-		      cmd->req.cmd.cdb);
+	virtscsi_fill_req(dev, cmd, sc, cmd->req.cmd.lun, &cmd->req.cmd.tag,
+			  cmd->req.cmd.cdb);
 	cmd->req.cmd.task_attr = VIRTIO_SCSI_S_SIMPLE;
 	return sizeof(cmd->req.cmd);
 }
@@ -675,10 +675,10 @@ static size_t sqcq_build_req(struct sqcq_dev *dev, struct sqcq_cmd *cmd,
  * in = response [, PI] [, data-in].  Kicks only for the @last request of
  * a batch (or when the ring is full); ->commit_rqs kicks the rest.
  */
-static int sqcq_add_cmd(struct sqcq_dev *dev, struct sqcq_vq *q,
-			struct scsi_cmnd *sc, bool last)
+static int virtscsi_add_cmd(struct virtscsi_dev *dev, struct virtscsi_vq *q,
+			    struct scsi_cmnd *sc, bool last)
 {
-	struct sqcq_cmd *cmd = scsi_cmd_priv(sc);
+	struct virtscsi_cmd *cmd = scsi_cmd_priv(sc);
 	struct scatterlist hdr_out, hdr_in, *sgs[6];
 	bool prot = dev->pi && scsi_prot_sg_count(sc);
 	unsigned int out = 0, in = 0;
@@ -686,7 +686,7 @@ static int sqcq_add_cmd(struct sqcq_dev *dev, struct sqcq_vq *q,
 	struct virtqueue *kick = NULL;
 	int ret;
 
-	sg_init_one(&hdr_out, &cmd->req, sqcq_build_req(dev, cmd, sc));
+	sg_init_one(&hdr_out, &cmd->req, virtscsi_build_req(dev, cmd, sc));
 	sgs[out++] = &hdr_out;
 	if (sc->sc_data_direction == DMA_TO_DEVICE) {
 		if (prot)
@@ -714,18 +714,18 @@ static int sqcq_add_cmd(struct sqcq_dev *dev, struct sqcq_vq *q,
 			q->avail_shadow++;
 		}
 		/* On a full ring, still push out what earlier calls added. */
-		if ((last || ret) && sqcq_vq_kick_needed(q)) {
+		if ((last || ret) && virtscsi_vq_kick_needed(q)) {
 			q->st.kicks++;
 			kick = q->vq;
 		}
 	}
 	spin_unlock_irqrestore(&q->lock, flags);
-	sqcq_vq_notify(kick);
+	virtscsi_vq_notify(kick);
 	return ret;
 }
 
-static struct sqcq_vq *sqcq_cmd_queue(struct sqcq_dev *dev,
-				      struct scsi_cmnd *sc)
+static struct virtscsi_vq *virtscsi_cmd_queue(struct virtscsi_dev *dev,
+					      struct scsi_cmnd *sc)
 {
 	u32 tag = blk_mq_unique_tag(scsi_cmd_to_rq(sc));
 	u16 hwq = blk_mq_unique_tag_to_hwq(tag);
@@ -733,50 +733,50 @@ static struct sqcq_vq *sqcq_cmd_queue(struct sqcq_dev *dev,
 	return &dev->req[hwq < dev->nr_req ? hwq : 0];
 }
 
-static sqcq_qc_ret_t sqcq_queuecommand(struct Scsi_Host *shost,
-				       struct scsi_cmnd *sc)
+static sqcq_qc_ret_t virtscsi_queuecommand(struct Scsi_Host *shost,
+					   struct scsi_cmnd *sc)
 {
-	struct sqcq_dev *dev = sqcq_shost_dev(shost);
-	struct sqcq_vq *q = sqcq_cmd_queue(dev, sc);
+	struct virtscsi_dev *dev = virtscsi_shost_dev(shost);
+	struct virtscsi_vq *q = virtscsi_cmd_queue(dev, sc);
 	int ret;
 
 	if (unlikely(sc->sc_data_direction == DMA_BIDIRECTIONAL)) {
-		sqcq_err_rl(dev, "bidirectional commands are not supported\n");
+		virtscsi_err_rl(dev, "bidirectional commands are not supported\n");
 		sc->result = DID_ERROR << 16;
 		sqcq_scsi_done(sc);
 		return 0;
 	}
 
-	ret = sqcq_add_cmd(dev, q, sc, sc->flags & SCMD_LAST);
+	ret = virtscsi_add_cmd(dev, q, sc, sc->flags & SCMD_LAST);
 	if (likely(!ret))
 		return 0;
 	if (ret == -ENOSPC || ret == -ENOMEM)
 		return SCSI_MLQUEUE_HOST_BUSY;
 	/* -EIO: the device is broken (e.g. surprise removal); -ENODEV: torn down. */
-	sqcq_err_rl(dev, "%s: cannot queue command (%d); failing it\n",
-		    q->name, ret);
+	virtscsi_err_rl(dev, "%s: cannot queue command (%d); failing it\n",
+			q->name, ret);
 	sc->result = DID_NO_CONNECT << 16;
 	sqcq_scsi_done(sc);
 	return 0;
 }
 
 /* blk-mq stopped dispatching: kick what queuecommand added without a kick. */
-static void sqcq_commit_rqs(struct Scsi_Host *shost, u16 hwq)
+static void virtscsi_commit_rqs(struct Scsi_Host *shost, u16 hwq)
 {
-	struct sqcq_dev *dev = sqcq_shost_dev(shost);
+	struct virtscsi_dev *dev = virtscsi_shost_dev(shost);
 
 	if (hwq < dev->nr_req)
-		sqcq_vq_kick(&dev->req[hwq]);
+		virtscsi_vq_kick(&dev->req[hwq]);
 }
 
 #ifdef SQCQ_HAVE_SCSI_MQ_POLL
-static int sqcq_mq_poll(struct Scsi_Host *shost, unsigned int queue_num)
+static int virtscsi_mq_poll(struct Scsi_Host *shost, unsigned int queue_num)
 {
-	struct sqcq_dev *dev = sqcq_shost_dev(shost);
+	struct virtscsi_dev *dev = virtscsi_shost_dev(shost);
 
 	if (unlikely(queue_num >= dev->nr_req))
 		return 0;
-	return sqcq_vq_drain(&dev->req[queue_num], SQCQ_SRC_POLL);
+	return virtscsi_vq_drain(&dev->req[queue_num], SQCQ_SRC_POLL);
 }
 #endif
 
@@ -784,8 +784,8 @@ static int sqcq_mq_poll(struct Scsi_Host *shost, unsigned int queue_num)
  * Interrupt queues follow the vectors' affinity where the kernel can tell
  * it; poll queues are spread over all CPUs.
  */
-static void sqcq_map_irq_queues(struct sqcq_dev *dev,
-				struct blk_mq_queue_map *map)
+static void virtscsi_map_irq_queues(struct virtscsi_dev *dev,
+				    struct blk_mq_queue_map *map)
 {
 #if defined(SQCQ_HAVE_BLK_MQ_VIRTIO_H)
 	blk_mq_virtio_map_queues(map, dev->vdev, SQCQ_VQ_REQ0);
@@ -796,9 +796,9 @@ static void sqcq_map_irq_queues(struct sqcq_dev *dev,
 #endif
 }
 
-static sqcq_map_queues_ret_t sqcq_map_queues(struct Scsi_Host *shost)
+static sqcq_map_queues_ret_t virtscsi_map_queues(struct Scsi_Host *shost)
 {
-	struct sqcq_dev *dev = sqcq_shost_dev(shost);
+	struct virtscsi_dev *dev = virtscsi_shost_dev(shost);
 	struct blk_mq_queue_map *map;
 #ifdef SQCQ_HAVE_SCSI_MQ_POLL
 	unsigned int i, offset = 0;
@@ -817,14 +817,14 @@ static sqcq_map_queues_ret_t sqcq_map_queues(struct Scsi_Host *shost)
 		if (i == HCTX_TYPE_POLL)
 			blk_mq_map_queues(map);
 		else
-			sqcq_map_irq_queues(dev, map);
+			virtscsi_map_irq_queues(dev, map);
 		offset += map->nr_queues;
 	}
 #else
 	map = &shost->tag_set.map[HCTX_TYPE_DEFAULT];
 	map->queue_offset = 0;
 	map->nr_queues = dev->nr_irq;
-	sqcq_map_irq_queues(dev, map);
+	virtscsi_map_irq_queues(dev, map);
 #endif
 	SQCQ_MAP_QUEUES_DONE;
 }
@@ -833,15 +833,15 @@ static sqcq_map_queues_ret_t sqcq_map_queues(struct Scsi_Host *shost)
 /* Task management (control queue)                                     */
 /* ------------------------------------------------------------------ */
 
-static void sqcq_tmf_done(struct sqcq_dev *dev, void *buf)
+static void virtscsi_tmf_done(struct virtscsi_dev *dev, void *buf)
 {
-	struct sqcq_tmf *tmf = buf;
+	struct virtscsi_tmf *tmf = buf;
 
 	/* The waiter frees @tmf once it sees this; nothing may touch it after. */
 	complete(&tmf->done);
 }
 
-static const char *sqcq_tmf_name(u32 subtype)
+static const char *virtscsi_tmf_name(u32 subtype)
 {
 	switch (subtype) {
 	case VIRTIO_SCSI_T_TMF_ABORT_TASK:
@@ -855,14 +855,14 @@ static const char *sqcq_tmf_name(u32 subtype)
 /*
  * Queue @tmf (@out_len readable bytes of its request, then its response
  * buffer) on the control queue.  Returns 0 when it is on the ring (the
- * device owns it now: see sqcq_ctrl_wait()), else -errno (the caller still
+ * device owns it now: see virtscsi_ctrl_wait()), else -errno (the caller still
  * owns it).
  */
-static int sqcq_ctrl_queue(struct sqcq_dev *dev, struct sqcq_tmf *tmf,
-			   size_t out_len)
+static int virtscsi_ctrl_queue(struct virtscsi_dev *dev, struct virtscsi_tmf *tmf,
+			       size_t out_len)
 {
 	struct scatterlist out, in, *sgs[2] = { &out, &in };
-	struct sqcq_vq *q = &dev->ctrl;
+	struct virtscsi_vq *q = &dev->ctrl;
 	struct virtqueue *kick = NULL;
 	unsigned long flags;
 	int ret;
@@ -876,26 +876,26 @@ static int sqcq_ctrl_queue(struct sqcq_dev *dev, struct sqcq_tmf *tmf,
 		    : -ENODEV;
 	if (!ret) {
 		q->st.requests++;
-		if (sqcq_vq_kick_needed(q)) {
+		if (virtscsi_vq_kick_needed(q)) {
 			q->st.kicks++;
 			kick = q->vq;
 		}
 	}
 	spin_unlock_irqrestore(&q->lock, flags);
-	sqcq_vq_notify(kick);
+	virtscsi_vq_notify(kick);
 	return ret;
 }
 
 /*
  * Wait until the device returned @tmf (answered, or handed back by a reset:
- * sqcq_reclaim()).  No time limit: the device owns the request and may
+ * virtscsi_reclaim()).  No time limit: the device owns the request and may
  * still write its answer.  Every SQCQ_CTRL_REAP the control queue is reaped
  * here, so a lost interrupt costs seconds, not forever.  @killable (probe
  * only): a fatal signal ends the wait with -EINTR and the device still owns
  * @tmf; the caller must reset the device before freeing it.
  */
-static int sqcq_ctrl_wait(struct sqcq_dev *dev, struct sqcq_tmf *tmf,
-			  const char *what, bool killable)
+static int virtscsi_ctrl_wait(struct virtscsi_dev *dev, struct virtscsi_tmf *tmf,
+			      const char *what, bool killable)
 {
 	unsigned long waited = 0;
 	long left;
@@ -911,7 +911,7 @@ static int sqcq_ctrl_wait(struct sqcq_dev *dev, struct sqcq_tmf *tmf,
 		if (left < 0)
 			break;
 		if (!left) {
-			sqcq_vq_drain(&dev->ctrl, SQCQ_SRC_EH);
+			virtscsi_vq_drain(&dev->ctrl, SQCQ_SRC_EH);
 			left = completion_done(&tmf->done);
 		}
 		if (left)
@@ -934,13 +934,13 @@ static int sqcq_ctrl_wait(struct sqcq_dev *dev, struct sqcq_tmf *tmf,
 
 /*
  * Send a TMF and wait for its answer, without a time limit (see
- * sqcq_ctrl_wait()).  Returns SUCCESS or FAILED (the SCSI EH values).
+ * virtscsi_ctrl_wait()).  Returns SUCCESS or FAILED (the SCSI EH values).
  */
-static int sqcq_send_tmf(struct sqcq_dev *dev, struct scsi_cmnd *sc,
-			 u32 subtype, u64 tag)
+static int virtscsi_send_tmf(struct virtscsi_dev *dev, struct scsi_cmnd *sc,
+			     u32 subtype, u64 tag)
 {
 	struct virtio_device *vdev = dev->vdev;
-	struct sqcq_tmf *tmf;
+	struct virtscsi_tmf *tmf;
 	int ret;
 	u8 resp;
 
@@ -950,28 +950,28 @@ static int sqcq_send_tmf(struct sqcq_dev *dev, struct scsi_cmnd *sc,
 	tmf->req.tmf.type = cpu_to_virtio32(vdev, VIRTIO_SCSI_T_TMF);
 	tmf->req.tmf.subtype = cpu_to_virtio32(vdev, subtype);
 	tmf->req.tmf.tag = cpu_to_virtio64(vdev, tag);
-	sqcq_encode_lun(tmf->req.tmf.lun, sc->device);
+	virtscsi_encode_lun(tmf->req.tmf.lun, sc->device);
 
-	ret = sqcq_ctrl_queue(dev, tmf, sizeof(tmf->req.tmf));
+	ret = virtscsi_ctrl_queue(dev, tmf, sizeof(tmf->req.tmf));
 	if (ret) {
 		sdev_printk(KERN_ERR, sc->device,
 			    "%s: cannot queue on the control queue (%d)\n",
-			    sqcq_tmf_name(subtype), ret);
+			    virtscsi_tmf_name(subtype), ret);
 		kfree(tmf);
 		return FAILED;
 	}
 	/* Not killable: the error handler is a kernel thread. */
-	sqcq_ctrl_wait(dev, tmf, sqcq_tmf_name(subtype), false);
+	virtscsi_ctrl_wait(dev, tmf, virtscsi_tmf_name(subtype), false);
 
 	resp = tmf->resp.tmf.response;
 	kfree(tmf);
 	/* The device has finished with the commands concerned: reap them. */
-	sqcq_drain_requests(dev);
+	virtscsi_drain_requests(dev);
 	if (resp == SQCQ_VIRTIO_SCSI_S_FUNCTION_COMPLETE ||
 	    resp == VIRTIO_SCSI_S_FUNCTION_SUCCEEDED)
 		return SUCCESS;
 	sdev_printk(KERN_WARNING, sc->device, "%s: device answered %u\n",
-		    sqcq_tmf_name(subtype), resp);
+		    virtscsi_tmf_name(subtype), resp);
 	return FAILED;
 }
 
@@ -984,42 +984,42 @@ static int sqcq_send_tmf(struct sqcq_dev *dev, struct scsi_cmnd *sc,
  * upstream virtio_scsi does.  Aborting or failing it would hand memory the
  * device may still write to back to its owner (docs/error-handling.md).
  */
-static sqcq_eh_timeout_t sqcq_eh_timed_out(struct scsi_cmnd *sc)
+static sqcq_eh_timeout_t virtscsi_eh_timed_out(struct scsi_cmnd *sc)
 {
-	struct sqcq_dev *dev = sqcq_shost_dev(sc->device->host);
+	struct virtscsi_dev *dev = virtscsi_shost_dev(sc->device->host);
 
-	sqcq_vq_drain(sqcq_cmd_queue(dev, sc), SQCQ_SRC_EH);
+	virtscsi_vq_drain(virtscsi_cmd_queue(dev, sc), SQCQ_SRC_EH);
 	if (test_bit(SCMD_STATE_COMPLETE, &sc->state))
 		return SQCQ_EH_NOT_HANDLED;	/* the midlayer sees it done */
 	atomic64_inc(&dev->timer_resets);
 	return SQCQ_EH_RESET_TIMER;
 }
 
-static int sqcq_eh_abort(struct scsi_cmnd *sc)
+static int virtscsi_eh_abort(struct scsi_cmnd *sc)
 {
-	struct sqcq_dev *dev = sqcq_shost_dev(sc->device->host);
+	struct virtscsi_dev *dev = virtscsi_shost_dev(sc->device->host);
 
 	scmd_printk(KERN_INFO, sc, "abort\n");
-	return sqcq_send_tmf(dev, sc, VIRTIO_SCSI_T_TMF_ABORT_TASK,
+	return virtscsi_send_tmf(dev, sc, VIRTIO_SCSI_T_TMF_ABORT_TASK,
 			     blk_mq_unique_tag(scsi_cmd_to_rq(sc)));
 }
 
-static int sqcq_eh_device_reset(struct scsi_cmnd *sc)
+static int virtscsi_eh_device_reset(struct scsi_cmnd *sc)
 {
-	struct sqcq_dev *dev = sqcq_shost_dev(sc->device->host);
+	struct virtscsi_dev *dev = virtscsi_shost_dev(sc->device->host);
 
 	sdev_printk(KERN_INFO, sc->device, "LUN reset\n");
-	return sqcq_send_tmf(dev, sc, VIRTIO_SCSI_T_TMF_LOGICAL_UNIT_RESET, 0);
+	return virtscsi_send_tmf(dev, sc, VIRTIO_SCSI_T_TMF_LOGICAL_UNIT_RESET, 0);
 }
 
 /* ------------------------------------------------------------------ */
 /* Events (hotplug, parameter changes)                                 */
 /* ------------------------------------------------------------------ */
 
-static void sqcq_event_post(struct sqcq_event *e)
+static void virtscsi_event_post(struct virtscsi_event *e)
 {
-	struct sqcq_dev *dev = e->dev;
-	struct sqcq_vq *q = &dev->event;
+	struct virtscsi_dev *dev = e->dev;
+	struct virtscsi_vq *q = &dev->event;
 	struct scatterlist sg;
 	unsigned long flags;
 	struct virtqueue *kick = NULL;
@@ -1032,7 +1032,7 @@ static void sqcq_event_post(struct sqcq_event *e)
 		ret = virtqueue_add_inbuf(q->vq, &sg, 1, e, GFP_ATOMIC);
 		if (!ret) {
 			q->st.requests++;
-			if (sqcq_vq_kick_needed(q)) {
+			if (virtscsi_vq_kick_needed(q)) {
 				q->st.kicks++;
 				kick = q->vq;
 			}
@@ -1040,37 +1040,37 @@ static void sqcq_event_post(struct sqcq_event *e)
 	}
 	spin_unlock_irqrestore(&q->lock, flags);
 	if (ret)
-		sqcq_err_rl(dev, "cannot post an event buffer (%d)\n", ret);
-	sqcq_vq_notify(kick);
+		virtscsi_err_rl(dev, "cannot post an event buffer (%d)\n", ret);
+	virtscsi_vq_notify(kick);
 }
 
-static bool sqcq_event_lun(struct sqcq_dev *dev, const u8 *lun,
-			   unsigned int *target, u64 *l)
+static bool virtscsi_event_lun(struct virtscsi_dev *dev, const u8 *lun,
+			       unsigned int *target, u64 *l)
 {
 	if (lun[0] != 1) {
-		sqcq_err_rl(dev, "event for a LUN in an unknown format (%*ph)\n",
-			    8, lun);
+		virtscsi_err_rl(dev, "event for a LUN in an unknown format (%*ph)\n",
+				8, lun);
 		return false;
 	}
 	*target = lun[1];
 	/* As the scan numbers it: LUN < 256 as is, else SQCQ_LUN_FLAT + LUN. */
 	*l = (lun[2] << 8) | lun[3];
 	if (*target >= dev->shost->max_id || *l >= dev->shost->max_lun) {
-		sqcq_err_rl(dev, "event for target %u LUN %llu outside the device's range\n",
-			    *target, *l);
+		virtscsi_err_rl(dev, "event for target %u LUN %llu outside the device's range\n",
+				*target, *l);
 		return false;
 	}
 	return true;
 }
 
-static void sqcq_event_reset(struct sqcq_dev *dev, struct virtio_scsi_event *ev)
+static void virtscsi_event_reset(struct virtscsi_dev *dev, struct virtio_scsi_event *ev)
 {
 	u32 reason = virtio32_to_cpu(dev->vdev, ev->reason);
 	struct scsi_device *sdev;
 	unsigned int target;
 	u64 lun;
 
-	if (!sqcq_event_lun(dev, ev->lun, &target, &lun))
+	if (!virtscsi_event_lun(dev, ev->lun, &target, &lun))
 		return;
 	switch (reason) {
 	case VIRTIO_SCSI_EVT_RESET_RESCAN:
@@ -1094,18 +1094,18 @@ static void sqcq_event_reset(struct sqcq_dev *dev, struct virtio_scsi_event *ev)
 	case VIRTIO_SCSI_EVT_RESET_HARD:
 		break;
 	default:
-		sqcq_err_rl(dev, "unknown transport reset reason %u\n", reason);
+		virtscsi_err_rl(dev, "unknown transport reset reason %u\n", reason);
 	}
 }
 
-static void sqcq_event_param(struct sqcq_dev *dev, struct virtio_scsi_event *ev)
+static void virtscsi_event_param(struct virtscsi_dev *dev, struct virtio_scsi_event *ev)
 {
 	u32 reason = virtio32_to_cpu(dev->vdev, ev->reason);
 	struct scsi_device *sdev;
 	unsigned int target;
 	u64 lun;
 
-	if (!sqcq_event_lun(dev, ev->lun, &target, &lun))
+	if (!virtscsi_event_lun(dev, ev->lun, &target, &lun))
 		return;
 	sdev = scsi_device_lookup(dev->shost, 0, target, lun);
 	if (!sdev)
@@ -1117,7 +1117,7 @@ static void sqcq_event_param(struct sqcq_dev *dev, struct virtio_scsi_event *ev)
 }
 
 /* INQUIRY @sdev into @buf; the SCSI result (> 0 on error) or -errno. */
-static int sqcq_inquiry(struct scsi_device *sdev, u8 *buf, unsigned int len)
+static int virtscsi_inquiry(struct scsi_device *sdev, u8 *buf, unsigned int len)
 {
 	u8 cdb[6] = { INQUIRY, 0, 0, 0, len, 0 };
 #ifdef SQCQ_HAVE_SCSI_EXECUTE_CMD
@@ -1135,7 +1135,7 @@ static int sqcq_inquiry(struct scsi_device *sdev, u8 *buf, unsigned int len)
  * qualifier (not attached) or, once the target has no LUN left, with
  * BAD_TARGET.  Remove those.
  */
-static void sqcq_remove_unplugged(struct sqcq_dev *dev)
+static void virtscsi_remove_unplugged(struct virtscsi_dev *dev)
 {
 	struct scsi_device *sdev;
 	unsigned int len;
@@ -1148,7 +1148,7 @@ static void sqcq_remove_unplugged(struct sqcq_dev *dev)
 	shost_for_each_device(sdev, dev->shost) {
 		len = sdev->inquiry_len ?: 36;
 		memset(buf, 0, len);
-		ret = sqcq_inquiry(sdev, buf, len);
+		ret = virtscsi_inquiry(sdev, buf, len);
 		if ((!ret && buf[0] >> 5) ||
 		    (ret > 0 && host_byte(ret) == DID_BAD_TARGET)) {
 			sdev_printk(KERN_INFO, sdev, "gone while events were missed; removing\n");
@@ -1158,15 +1158,15 @@ static void sqcq_remove_unplugged(struct sqcq_dev *dev)
 	kfree(buf);
 }
 
-static void sqcq_event_work(struct work_struct *work)
+static void virtscsi_event_work(struct work_struct *work)
 {
-	struct sqcq_event *e = container_of(work, struct sqcq_event, work);
-	struct sqcq_dev *dev = e->dev;
+	struct virtscsi_event *e = container_of(work, struct virtscsi_event, work);
+	struct virtscsi_dev *dev = e->dev;
 	u32 event = virtio32_to_cpu(dev->vdev, e->ev.event);
 
 	if (event & VIRTIO_SCSI_T_EVENTS_MISSED) {
 		dev_info(&dev->vdev->dev, "events were missed; rescanning\n");
-		sqcq_remove_unplugged(dev);
+		virtscsi_remove_unplugged(dev);
 		scsi_scan_host(dev->shost);
 		event &= ~VIRTIO_SCSI_T_EVENTS_MISSED;
 	}
@@ -1174,28 +1174,28 @@ static void sqcq_event_work(struct work_struct *work)
 	case VIRTIO_SCSI_T_NO_EVENT:
 		break;
 	case VIRTIO_SCSI_T_TRANSPORT_RESET:
-		sqcq_event_reset(dev, &e->ev);
+		virtscsi_event_reset(dev, &e->ev);
 		break;
 	case VIRTIO_SCSI_T_PARAM_CHANGE:
-		sqcq_event_param(dev, &e->ev);
+		virtscsi_event_param(dev, &e->ev);
 		break;
 	default:
-		sqcq_err_rl(dev, "unknown event %#x\n", event);
+		virtscsi_err_rl(dev, "unknown event %#x\n", event);
 	}
-	sqcq_event_post(e);
+	virtscsi_event_post(e);
 }
 
-static void sqcq_event_done(struct sqcq_dev *dev, void *buf,
-			    unsigned int len)
+static void virtscsi_event_done(struct virtscsi_dev *dev, void *buf,
+				unsigned int len)
 {
-	struct sqcq_event *e = buf;
+	struct virtscsi_event *e = buf;
 	unsigned long flags;
 
 	if (len && len < sizeof(e->ev)) {
-		sqcq_err_rl(dev, "event: used length %u shorter than %zu; ignored\n",
-			    len, sizeof(e->ev));
+		virtscsi_err_rl(dev, "event: used length %u shorter than %zu; ignored\n",
+				len, sizeof(e->ev));
 		atomic64_inc(&dev->bad_completions);
-		sqcq_event_post(e);
+		virtscsi_event_post(e);
 		return;
 	}
 	spin_lock_irqsave(&dev->event.lock, flags);
@@ -1204,7 +1204,7 @@ static void sqcq_event_done(struct sqcq_dev *dev, void *buf,
 	spin_unlock_irqrestore(&dev->event.lock, flags);
 }
 
-static void sqcq_events_start(struct sqcq_dev *dev)
+static void virtscsi_events_start(struct virtscsi_dev *dev)
 {
 	unsigned long flags;
 	unsigned int i;
@@ -1213,11 +1213,11 @@ static void sqcq_events_start(struct sqcq_dev *dev)
 	dev->events_on = true;
 	spin_unlock_irqrestore(&dev->event.lock, flags);
 	for (i = 0; i < SQCQ_NR_EVENTS; i++)
-		sqcq_event_post(&dev->events[i]);
+		virtscsi_event_post(&dev->events[i]);
 }
 
 /* After this, no event work runs and no event buffer is re-posted. */
-static void sqcq_events_stop(struct sqcq_dev *dev)
+static void virtscsi_events_stop(struct virtscsi_dev *dev)
 {
 	unsigned long flags;
 	unsigned int i;
@@ -1233,7 +1233,7 @@ static void sqcq_events_stop(struct sqcq_dev *dev)
 /* Virtqueue setup and teardown                                        */
 /* ------------------------------------------------------------------ */
 
-static struct sqcq_vq *sqcq_vq_at(struct sqcq_dev *dev, unsigned int index)
+static struct virtscsi_vq *virtscsi_vq_at(struct virtscsi_dev *dev, unsigned int index)
 {
 	if (index == SQCQ_VQ_CTRL)
 		return &dev->ctrl;
@@ -1242,15 +1242,15 @@ static struct sqcq_vq *sqcq_vq_at(struct sqcq_dev *dev, unsigned int index)
 	return &dev->req[index - SQCQ_VQ_REQ0];
 }
 
-static vq_callback_t *sqcq_vq_callback(const struct sqcq_vq *q)
+static vq_callback_t *virtscsi_vq_callback(const struct virtscsi_vq *q)
 {
 	switch (q->kind) {
 	case SQCQ_KIND_CTRL:
-		return sqcq_ctrl_cb;
+		return virtscsi_ctrl_cb;
 	case SQCQ_KIND_EVENT:
-		return sqcq_event_cb;
+		return virtscsi_event_cb;
 	case SQCQ_KIND_IRQ:
-		return sqcq_req_cb;
+		return virtscsi_req_cb;
 	case SQCQ_KIND_POLL:
 		break;
 	}
@@ -1258,8 +1258,8 @@ static vq_callback_t *sqcq_vq_callback(const struct sqcq_vq *q)
 }
 
 /* virtio_find_vqs() takes a virtqueue_info array from 6.11 on. */
-static int sqcq_find_vqs(struct sqcq_dev *dev, unsigned int n,
-			 struct virtqueue **vqs, struct irq_affinity *desc)
+static int virtscsi_find_vqs(struct virtscsi_dev *dev, unsigned int n,
+			     struct virtqueue **vqs, struct irq_affinity *desc)
 {
 	unsigned int i;
 	int ret;
@@ -1270,8 +1270,8 @@ static int sqcq_find_vqs(struct sqcq_dev *dev, unsigned int n,
 	if (!info)
 		return -ENOMEM;
 	for (i = 0; i < n; i++) {
-		info[i].name = sqcq_vq_at(dev, i)->name;
-		info[i].callback = sqcq_vq_callback(sqcq_vq_at(dev, i));
+		info[i].name = virtscsi_vq_at(dev, i)->name;
+		info[i].callback = virtscsi_vq_callback(virtscsi_vq_at(dev, i));
 	}
 	ret = virtio_find_vqs(dev->vdev, n, vqs, info, desc);
 	kfree(info);
@@ -1286,8 +1286,8 @@ static int sqcq_find_vqs(struct sqcq_dev *dev, unsigned int n,
 		goto out;
 	}
 	for (i = 0; i < n; i++) {
-		names[i] = sqcq_vq_at(dev, i)->name;
-		cbs[i] = sqcq_vq_callback(sqcq_vq_at(dev, i));
+		names[i] = virtscsi_vq_at(dev, i)->name;
+		cbs[i] = virtscsi_vq_callback(virtscsi_vq_at(dev, i));
 	}
 	ret = virtio_find_vqs(dev->vdev, n, vqs, cbs, names, desc);
 out:
@@ -1297,7 +1297,7 @@ out:
 	return ret;
 }
 
-static int sqcq_vqs_setup(struct sqcq_dev *dev)
+static int virtscsi_vqs_setup(struct virtscsi_dev *dev)
 {
 	struct irq_affinity desc = { .pre_vectors = SQCQ_VQ_REQ0 };
 	unsigned int n = SQCQ_VQ_REQ0 + dev->nr_req, i;
@@ -1308,11 +1308,11 @@ static int sqcq_vqs_setup(struct sqcq_dev *dev)
 	vqs = kcalloc(n, sizeof(*vqs), GFP_KERNEL);
 	if (!vqs)
 		return -ENOMEM;
-	ret = sqcq_find_vqs(dev, n, vqs, &desc);
+	ret = virtscsi_find_vqs(dev, n, vqs, &desc);
 	if (ret)
 		goto out;
 	for (i = 0; i < n; i++) {
-		struct sqcq_vq *q = sqcq_vq_at(dev, i);
+		struct virtscsi_vq *q = virtscsi_vq_at(dev, i);
 
 		spin_lock_irqsave(&q->lock, flags);
 		q->vq = vqs[i];
@@ -1335,14 +1335,14 @@ out:
 }
 
 /* Give back what a reset device still held. */
-static void sqcq_reclaim(struct sqcq_dev *dev, struct sqcq_vq *q, void *buf)
+static void virtscsi_reclaim(struct virtscsi_dev *dev, struct virtscsi_vq *q, void *buf)
 {
-	struct sqcq_tmf *tmf;
+	struct virtscsi_tmf *tmf;
 	struct scsi_cmnd *sc;
 
 	switch (q->kind) {
 	case SQCQ_KIND_CTRL:
-		/* Its waiter (or sqcq_sqcq_stop() for a stale one) frees it. */
+		/* Its waiter (or virtscsi_sqcq_stop() for a stale one) frees it. */
 		tmf = buf;
 		tmf->resp.tmf.response = VIRTIO_SCSI_S_FAILURE;
 		complete(&tmf->done);
@@ -1363,7 +1363,7 @@ static void sqcq_reclaim(struct sqcq_dev *dev, struct sqcq_vq *q, void *buf)
  * back: outstanding control requests fail, commands end with
  * DID_NO_CONNECT.
  */
-static void sqcq_vqs_teardown(struct sqcq_dev *dev)
+static void virtscsi_vqs_teardown(struct virtscsi_dev *dev)
 {
 	unsigned int n = SQCQ_VQ_REQ0 + dev->nr_req, i;
 	unsigned long flags;
@@ -1372,7 +1372,7 @@ static void sqcq_vqs_teardown(struct sqcq_dev *dev)
 
 	virtio_reset_device(dev->vdev);
 	for (i = 0; i < n; i++) {
-		struct sqcq_vq *q = sqcq_vq_at(dev, i);
+		struct virtscsi_vq *q = virtscsi_vq_at(dev, i);
 
 		spin_lock_irqsave(&q->lock, flags);
 		vq = q->vq;
@@ -1381,7 +1381,7 @@ static void sqcq_vqs_teardown(struct sqcq_dev *dev)
 		if (!vq)
 			continue;
 		while ((buf = virtqueue_detach_unused_buf(vq)))
-			sqcq_reclaim(dev, q, buf);
+			virtscsi_reclaim(dev, q, buf);
 	}
 	dev->vdev->config->del_vqs(dev->vdev);
 	/* No callback can run any more: no event work can be queued again. */
@@ -1399,7 +1399,7 @@ static void sqcq_vqs_teardown(struct sqcq_dev *dev)
  * of poll_cpu that is offline leaves it unbound, with one line, until that
  * CPU comes back (sqcq_poll_bind_current()).
  */
-static void sqcq_poll_bind(struct sqcq_dev *dev)
+static void virtscsi_poll_bind(struct virtscsi_dev *dev)
 {
 	int cpu = sqcq_poll_bind_current(dev->shost->host_no);
 
@@ -1411,11 +1411,11 @@ static void sqcq_poll_bind(struct sqcq_dev *dev)
 }
 
 /* Interrupt queues are the ones the poll thread serves. */
-#define sqcq_for_each_polled(dev, q, i) \
+#define virtscsi_for_each_polled(dev, q, i) \
 	for ((i) = 0; (i) < (dev)->nr_irq && ((q) = &(dev)->req[i]); (i)++)
 
 /* Whether the host set STOPPED on request queue @i (any context). */
-static bool sqcq_host_stopped(struct sqcq_dev *dev, unsigned int i)
+static bool virtscsi_host_stopped(struct virtscsi_dev *dev, unsigned int i)
 {
 	return sqcq_load16(&dev->area->q[i].sq_line.sq.flags) &
 	       VRING_SQ_F_STOPPED;
@@ -1425,9 +1425,9 @@ static bool sqcq_host_stopped(struct sqcq_dev *dev, unsigned int i)
  * The host stopped polling (docs/protocol.md section 5): it sets SQ NEED_WAKEUP |
  * STOPPED for good and no longer moves the CQ indices.  Whoever sees it
  * first (a submitter, the interrupt, the poll thread) hands the switch back
- * to classic to sqcq_stop_work().
+ * to classic to virtscsi_stop_work().
  */
-static void sqcq_host_stop_seen(struct sqcq_dev *dev)
+static void virtscsi_host_stop_seen(struct virtscsi_dev *dev)
 {
 	if (READ_ONCE(dev->state) == SQCQ_STATE_ON)
 		schedule_work(&dev->stop_work);
@@ -1437,15 +1437,15 @@ static void sqcq_host_stop_seen(struct sqcq_dev *dev)
  * Complete what the host published on each CQ doorbell; true if any.
  * *@stopped: the host set STOPPED.
  */
-static bool sqcq_poll_cq(struct sqcq_dev *dev, bool *stopped)
+static bool virtscsi_poll_cq(struct virtscsi_dev *dev, bool *stopped)
 {
-	struct sqcq_vq *q;
+	struct virtscsi_vq *q;
 	bool work = false;
 	unsigned int i;
 	u16 idx;
 
-	sqcq_for_each_polled(dev, q, i) {
-		if (unlikely(sqcq_host_stopped(dev, i)))
+	virtscsi_for_each_polled(dev, q, i) {
+		if (unlikely(virtscsi_host_stopped(dev, i)))
 			*stopped = true;
 		/* Read barrier inside: the used ring after the index. */
 		idx = sqcq_consume_idx(&q->cq->idx);
@@ -1453,24 +1453,24 @@ static bool sqcq_poll_cq(struct sqcq_dev *dev, bool *stopped)
 			continue;
 		q->cq_seen = idx;
 		WRITE_ONCE(q->st.doorbells, q->st.doorbells + 1);
-		sqcq_vq_drain(q, SQCQ_SRC_SQCQ);
+		virtscsi_vq_drain(q, SQCQ_SRC_SQCQ);
 		work = true;
 	}
 	return work;
 }
 
 /* Publish CQ NEED_WAKEUP on every polled queue; false when work arrived. */
-static bool sqcq_poll_prepare_sleep(struct sqcq_dev *dev)
+static bool virtscsi_poll_prepare_sleep(struct virtscsi_dev *dev)
 {
-	struct sqcq_vq *q;
+	struct virtscsi_vq *q;
 	unsigned int i, j;
 
-	sqcq_for_each_polled(dev, q, i) {
+	virtscsi_for_each_polled(dev, q, i) {
 		/*
 		 * Set NEED_WAKEUP, full barrier, re-read the index
 		 * (docs/protocol.md section 4); pairs with sqcq_publish() in
 		 * the host's completion path.  The caller is armed: TASK_INTERRUPTIBLE, and the
-		 * queue interrupt wakes it (sqcq_req_cb()).
+		 * queue interrupt wakes it (virtscsi_req_cb()).
 		 */
 		if (sqcq_prepare_sleep(&q->cq->flags, VRING_CQ_F_NEED_WAKEUP,
 				       &q->cq->idx, q->cq_seen))
@@ -1495,16 +1495,16 @@ static bool sqcq_poll_prepare_sleep(struct sqcq_dev *dev)
  * The poll thread goes on polling: the CQs stop asking for interrupts, and
  * the watchdog watches that it keeps running.
  */
-static void sqcq_poll_awake(struct sqcq_dev *dev)
+static void virtscsi_poll_awake(struct virtscsi_dev *dev)
 {
-	struct sqcq_vq *q;
+	struct virtscsi_vq *q;
 	unsigned int i;
 
 	WRITE_ONCE(dev->poll_rescued, false);
 	WRITE_ONCE(dev->poll_spinning, true);
 	hrtimer_start(&dev->poll_watchdog, ns_to_ktime(SQCQ_POLL_WATCHDOG_NS),
 		      HRTIMER_MODE_REL_HARD);
-	sqcq_for_each_polled(dev, q, i)
+	virtscsi_for_each_polled(dev, q, i)
 		sqcq_clear_need_wakeup(&q->cq->flags, VRING_CQ_F_NEED_WAKEUP);
 }
 
@@ -1513,14 +1513,14 @@ static void sqcq_poll_awake(struct sqcq_dev *dev)
  * published before it could see that (docs/protocol.md section 4: flag, full barrier inside
  * sqcq_request_notify(), re-read).  Any context.
  */
-static void sqcq_poll_request_irqs(struct sqcq_dev *dev)
+static void virtscsi_poll_request_irqs(struct virtscsi_dev *dev)
 {
-	struct sqcq_vq *q;
+	struct virtscsi_vq *q;
 	unsigned int i;
 
-	sqcq_for_each_polled(dev, q, i) {
+	virtscsi_for_each_polled(dev, q, i) {
 		sqcq_request_notify(&q->cq->flags, VRING_CQ_F_NEED_WAKEUP);
-		sqcq_vq_drain(q, SQCQ_SRC_SQCQ);
+		virtscsi_vq_drain(q, SQCQ_SRC_SQCQ);
 	}
 }
 
@@ -1531,12 +1531,12 @@ static void sqcq_poll_request_irqs(struct sqcq_dev *dev)
  * timer runs every SQCQ_POLL_WATCHDOG_NS while the thread polls; when the
  * thread made no pass in a whole period it asks for interrupts in the
  * thread's place and completes what was already published, so completions
- * come by interrupt (sqcq_req_cb() completes them itself) until the
+ * come by interrupt (virtscsi_req_cb() completes them itself) until the
  * thread runs again and clears the flags.
  */
-static enum hrtimer_restart sqcq_poll_watchdog(struct hrtimer *t)
+static enum hrtimer_restart virtscsi_poll_watchdog(struct hrtimer *t)
 {
-	struct sqcq_dev *dev = container_of(t, struct sqcq_dev, poll_watchdog);
+	struct virtscsi_dev *dev = container_of(t, struct virtscsi_dev, poll_watchdog);
 	unsigned long passes = READ_ONCE(dev->poll_passes);
 
 	if (!READ_ONCE(dev->poll_spinning))
@@ -1544,7 +1544,7 @@ static enum hrtimer_restart sqcq_poll_watchdog(struct hrtimer *t)
 	if (passes == dev->wd_passes && !READ_ONCE(dev->poll_rescued)) {
 		WRITE_ONCE(dev->poll_rescued, true);
 		WRITE_ONCE(dev->poll_rescues, dev->poll_rescues + 1);
-		sqcq_poll_request_irqs(dev);
+		virtscsi_poll_request_irqs(dev);
 	}
 	dev->wd_passes = passes;
 	hrtimer_forward_now(t, ns_to_ktime(SQCQ_POLL_WATCHDOG_NS));
@@ -1556,17 +1556,17 @@ static enum hrtimer_restart sqcq_poll_watchdog(struct hrtimer *t)
  * interrupts, so that completions do not wait for this thread to be
  * scheduled again.
  */
-static void sqcq_poll_yield(struct sqcq_dev *dev)
+static void virtscsi_poll_yield(struct virtscsi_dev *dev)
 {
-	sqcq_poll_request_irqs(dev);
+	virtscsi_poll_request_irqs(dev);
 	WRITE_ONCE(dev->poll_spinning, false);
 	WRITE_ONCE(dev->poll_yields, dev->poll_yields + 1);
 	cond_resched();
-	sqcq_poll_awake(dev);
+	virtscsi_poll_awake(dev);
 }
 
 /* Steal time of the CPU we run on, and the CPU, at the previous pass. */
-struct sqcq_steal {
+struct virtscsi_steal {
 	u64 ns;
 	int cpu;
 };
@@ -1577,7 +1577,7 @@ struct sqcq_steal {
  * another guest or thread, and our peer is likely not running either.
  * Steal time moves at ticks; a move to another CPU only takes a new base.
  */
-static bool sqcq_stolen(struct sqcq_steal *st)
+static bool virtscsi_stolen(struct virtscsi_steal *st)
 {
 	int cpu = raw_smp_processor_id();
 	u64 ns = kcpustat_cpu(cpu).cpustat[CPUTIME_STEAL];
@@ -1597,36 +1597,36 @@ static bool sqcq_stolen(struct sqcq_steal *st)
  * next pass without work; it sleeps at once without work while the
  * hypervisor steals the vCPU (sqcq_poll_decide(), common/sqcq_poll.h).  It
  * never leaves the CPU with the CQs asking for no interrupts: it yields
- * through sqcq_poll_yield(), and the watchdog covers preemption.  When the
- * host stops polling, it asks sqcq_stop_work() to stop it and waits for
+ * through virtscsi_poll_yield(), and the watchdog covers preemption.  When the
+ * host stops polling, it asks virtscsi_stop_work() to stop it and waits for
  * that.
  */
-static int sqcq_poll_fn(void *data)
+static int virtscsi_poll_fn(void *data)
 {
-	struct sqcq_dev *dev = data;
+	struct virtscsi_dev *dev = data;
 	u64 last = ktime_get_ns(), now;
-	struct sqcq_steal steal = { .cpu = -1 };
+	struct virtscsi_steal steal = { .cpu = -1 };
 	enum sqcq_poll_step step = SQCQ_POLL_SPIN;
 	enum sqcq_sleep_reason why = SQCQ_SLEEP_IDLE;
 	bool work, stopped = false;
-	struct sqcq_vq *q;
+	struct virtscsi_vq *q;
 	unsigned int i;
 
-	hrtimer_setup(&dev->poll_watchdog, sqcq_poll_watchdog, CLOCK_MONOTONIC,
+	hrtimer_setup(&dev->poll_watchdog, virtscsi_poll_watchdog, CLOCK_MONOTONIC,
 		      HRTIMER_MODE_REL_HARD);
 	dev->poll_bound_gen = atomic_read(&sqcq_poll_cpu_gen) - 1;
 	WRITE_ONCE(dev->poll_window_ns, sqcq_poll_window_start());
-	sqcq_poll_awake(dev);
+	virtscsi_poll_awake(dev);
 	while (!kthread_should_stop()) {
 		WRITE_ONCE(dev->poll_passes, dev->poll_passes + 1);
 		/* The watchdog asked for interrupts while we were away. */
 		if (unlikely(READ_ONCE(dev->poll_rescued)))
-			sqcq_poll_awake(dev);
+			virtscsi_poll_awake(dev);
 		if (atomic_read(&sqcq_poll_cpu_gen) != dev->poll_bound_gen) {
 			dev->poll_bound_gen = atomic_read(&sqcq_poll_cpu_gen);
-			sqcq_poll_bind(dev);
+			virtscsi_poll_bind(dev);
 		}
-		work = sqcq_poll_cq(dev, &stopped);
+		work = virtscsi_poll_cq(dev, &stopped);
 		if (unlikely(stopped))
 			break;
 		now = ktime_get_ns();
@@ -1635,12 +1635,12 @@ static int sqcq_poll_fn(void *data)
 		step = sqcq_poll_decide(work,
 					need_resched() || !single_task_running(),
 					step == SQCQ_POLL_YIELD,
-					sqcq_stolen(&steal),
+					virtscsi_stolen(&steal),
 					now - last >=
 					sqcq_poll_window(dev->poll_window_ns),
 					&why);
 		if (step == SQCQ_POLL_YIELD) {
-			sqcq_poll_yield(dev);
+			virtscsi_poll_yield(dev);
 			continue;
 		}
 		if (step == SQCQ_POLL_SPIN) {
@@ -1655,7 +1655,7 @@ static int sqcq_poll_fn(void *data)
 			__set_current_state(TASK_RUNNING);
 			break;
 		}
-		if (!sqcq_poll_prepare_sleep(dev)) {
+		if (!virtscsi_poll_prepare_sleep(dev)) {
 			/* Work arrived: the next pass takes it. */
 			__set_current_state(TASK_RUNNING);
 			continue;
@@ -1666,7 +1666,7 @@ static int sqcq_poll_fn(void *data)
 		WRITE_ONCE(dev->poll_sleep_why[why], dev->poll_sleep_why[why] + 1);
 		schedule();
 		WRITE_ONCE(dev->poll_wakeups, dev->poll_wakeups + 1);
-		sqcq_poll_awake(dev);
+		virtscsi_poll_awake(dev);
 	}
 	WRITE_ONCE(dev->poll_spinning, false);
 	hrtimer_cancel(&dev->poll_watchdog);
@@ -1675,14 +1675,14 @@ static int sqcq_poll_fn(void *data)
 	 * barrier inside pairs with sqcq_publish() in the host.  Then reap
 	 * what was published before the host saw the flag.
 	 */
-	sqcq_for_each_polled(dev, q, i) {
+	virtscsi_for_each_polled(dev, q, i) {
 		sqcq_stop_polling(&q->cq->flags, VRING_CQ_F_NEED_WAKEUP,
 				  VRING_CQ_F_STOPPED);
-		sqcq_vq_drain(q, SQCQ_SRC_SQCQ);
+		virtscsi_vq_drain(q, SQCQ_SRC_SQCQ);
 	}
 	if (stopped) {
-		sqcq_host_stop_seen(dev);
-		/* Only kthread_stop() (sqcq_poller_stop()) ends the thread. */
+		virtscsi_host_stop_seen(dev);
+		/* Only kthread_stop() (virtscsi_poller_stop()) ends the thread. */
 		for (;;) {
 			set_current_state(TASK_INTERRUPTIBLE);
 			if (kthread_should_stop())
@@ -1695,10 +1695,10 @@ static int sqcq_poll_fn(void *data)
 }
 
 /* Stop the poll thread if it runs; it leaves CQ NEED_WAKEUP | STOPPED. */
-static void sqcq_poller_stop(struct sqcq_dev *dev)
+static void virtscsi_poller_stop(struct virtscsi_dev *dev)
 {
-	lockdep_assert_held(&dev->sqcq_lock);
-	/* sqcq_req_cb() stops waking it; a wakeup in flight is harmless. */
+	lockdep_assert_held(&dev->virtscsi_lock);
+	/* virtscsi_req_cb() stops waking it; a wakeup in flight is harmless. */
 	WRITE_ONCE(dev->poll_wake, false);
 	if (dev->poller && dev->poller_running) {
 		kthread_stop(dev->poller);
@@ -1712,39 +1712,39 @@ static void sqcq_poller_stop(struct sqcq_dev *dev)
  * queue asks for interrupts), debugfs says classic.  The area stays
  * allocated until the device is reset: the host may still hold it.
  */
-static void sqcq_go_classic(struct sqcq_dev *dev, const char *why)
+static void virtscsi_go_classic(struct virtscsi_dev *dev, const char *why)
 {
 	unsigned long flags;
 	unsigned int i;
 
-	lockdep_assert_held(&dev->sqcq_lock);
+	lockdep_assert_held(&dev->virtscsi_lock);
 	for (i = 0; i < dev->nr_req; i++) {
-		struct sqcq_vq *q = &dev->req[i];
+		struct virtscsi_vq *q = &dev->req[i];
 
 		spin_lock_irqsave(&q->lock, flags);
 		q->sq = NULL;
 		spin_unlock_irqrestore(&q->lock, flags);
 	}
-	sqcq_poller_stop(dev);
+	virtscsi_poller_stop(dev);
 	dev->classic_why = why;
 	WRITE_ONCE(dev->state, SQCQ_STATE_STOPPED);
 }
 
-static void sqcq_stop_work(struct work_struct *work)
+static void virtscsi_stop_work(struct work_struct *work)
 {
-	struct sqcq_dev *dev = container_of(work, struct sqcq_dev, stop_work);
+	struct virtscsi_dev *dev = container_of(work, struct virtscsi_dev, stop_work);
 
-	mutex_lock(&dev->sqcq_lock);
+	mutex_lock(&dev->virtscsi_lock);
 	if (dev->state == SQCQ_STATE_ON) {
-		sqcq_go_classic(dev, "stopped by the host");
+		virtscsi_go_classic(dev, "stopped by the host");
 		dev_info(&dev->vdev->dev, "SQ/CQ stopped by the host: classic mode until the device is reset or probed again\n");
 	}
-	mutex_unlock(&dev->sqcq_lock);
+	mutex_unlock(&dev->virtscsi_lock);
 }
 
 /* Why an answer to the setup request does not enable SQ/CQ, or NULL. */
-static const char *sqcq_setup_answer(struct sqcq_dev *dev,
-				     const struct sqcq_setup_in *in,
+static const char *virtscsi_setup_answer(struct virtscsi_dev *dev,
+					 const struct sqcq_setup_in *in,
 				     bool *host_attached)
 {
 	const struct sqcq_setup_resp *r = &in->resp;
@@ -1775,8 +1775,8 @@ static const char *sqcq_setup_answer(struct sqcq_dev *dev,
  * otherwise the rings use guest-physical addresses, and so do we.  Returns
  * why SQ/CQ must be refused, or NULL with *@dma_dev set (NULL: physical).
  */
-static const char *sqcq_area_dma_dev(struct sqcq_dev *dev,
-				     struct device **dma_dev)
+static const char *virtscsi_area_dma_dev(struct virtscsi_dev *dev,
+					 struct device **dma_dev)
 {
 	struct virtio_device *vdev = dev->vdev;
 	bool platform = virtio_has_feature(vdev, VIRTIO_F_ACCESS_PLATFORM) ||
@@ -1799,10 +1799,10 @@ static const char *sqcq_area_dma_dev(struct sqcq_dev *dev,
 }
 
 /* Allocate the zeroed, page-aligned doorbell area; returns why not, or NULL. */
-static const char *sqcq_area_alloc(struct sqcq_dev *dev,
-				   struct sqcq_dma_area *mem, size_t bytes)
+static const char *virtscsi_area_alloc(struct virtscsi_dev *dev,
+				       struct virtscsi_dma_area *mem, size_t bytes)
 {
-	const char *why = sqcq_area_dma_dev(dev, &mem->dma_dev);
+	const char *why = virtscsi_area_dma_dev(dev, &mem->dma_dev);
 
 	if (why)
 		return why;
@@ -1828,7 +1828,7 @@ static const char *sqcq_area_alloc(struct sqcq_dev *dev,
 	return NULL;
 }
 
-static void sqcq_area_free(struct sqcq_dma_area *mem)
+static void virtscsi_area_free(struct virtscsi_dma_area *mem)
 {
 	if (!mem->cpu)
 		return;
@@ -1840,7 +1840,7 @@ static void sqcq_area_free(struct sqcq_dma_area *mem)
 }
 
 /* Why this device cannot use SQ/CQ at all, or NULL. */
-static const char *sqcq_refusal(struct sqcq_dev *dev)
+static const char *virtscsi_refusal(struct virtscsi_dev *dev)
 {
 	/* The doorbell indices are split-ring avail/used indices. */
 	if (virtio_has_feature(dev->vdev, VIRTIO_F_RING_PACKED))
@@ -1852,17 +1852,17 @@ static const char *sqcq_refusal(struct sqcq_dev *dev)
  * Ask the device to let go of the area after an answer we refused.  Returns
  * true when it says it holds none (teardown done, or never set up).
  */
-static bool sqcq_teardown_req(struct sqcq_dev *dev, struct sqcq_tmf *tmf,
-			      bool *killed)
+static bool virtscsi_teardown_req(struct virtscsi_dev *dev, struct virtscsi_tmf *tmf,
+				  bool *killed)
 {
 	u16 st;
 
 	*killed = false;
 	memset(&tmf->resp, 0, sizeof(tmf->resp));
 	tmf->req.sqcq.tmf.subtype = cpu_to_le32(SQCQ_TMF_SUBTYPE_TEARDOWN);
-	if (sqcq_ctrl_queue(dev, tmf, sizeof(tmf->req.sqcq)))
+	if (virtscsi_ctrl_queue(dev, tmf, sizeof(tmf->req.sqcq)))
 		return false;
-	if (sqcq_ctrl_wait(dev, tmf, "SQ/CQ teardown", true)) {
+	if (virtscsi_ctrl_wait(dev, tmf, "SQ/CQ teardown", true)) {
 		*killed = true;
 		return false;
 	}
@@ -1879,15 +1879,15 @@ static bool sqcq_teardown_req(struct sqcq_dev *dev, struct sqcq_tmf *tmf,
  * caller to fail: the device is reset on the way out, which hands both
  * back.  Returns 0 otherwise, whatever the mode.
  */
-static int sqcq_sqcq_setup(struct sqcq_dev *dev)
+static int virtscsi_sqcq_setup(struct virtscsi_dev *dev)
 {
 	size_t bytes = PAGE_ALIGN(sqcq_area_bytes(dev->nr_req));
 	struct virtio_device *vdev = dev->vdev;
-	struct sqcq_dma_area mem = {};
+	struct virtscsi_dma_area mem = {};
 	struct task_struct *poller = NULL;
 	struct sqcq_setup_req *req;
 	struct sqcq_area *area;
-	struct sqcq_tmf *tmf = NULL;
+	struct virtscsi_tmf *tmf = NULL;
 	const char *why;
 	unsigned long flags;
 	bool attached, killed;
@@ -1898,13 +1898,13 @@ static int sqcq_sqcq_setup(struct sqcq_dev *dev)
 	dev->classic_why = "sqcq=0";
 	if (!READ_ONCE(sqcq))
 		return 0;
-	why = sqcq_refusal(dev);
+	why = virtscsi_refusal(dev);
 	if (why) {
 		dev->classic_why = why;
 		dev_info(&vdev->dev, "SQ/CQ refused (%s): classic mode\n", why);
 		return 0;
 	}
-	why = sqcq_area_alloc(dev, &mem, bytes);
+	why = virtscsi_area_alloc(dev, &mem, bytes);
 	if (why) {
 		dev->classic_why = why;
 		dev_info(&vdev->dev, "SQ/CQ refused (%s): classic mode\n", why);
@@ -1939,16 +1939,16 @@ static int sqcq_sqcq_setup(struct sqcq_dev *dev)
 	req->flags = cpu_to_le32(SQCQ_F_SQ_POLL | SQCQ_F_CQ_POLL);
 	req->poll_idle_us = cpu_to_le32(sqcq_poll_idle());
 
-	if (sqcq_ctrl_queue(dev, tmf, sizeof(tmf->req.sqcq))) {
+	if (virtscsi_ctrl_queue(dev, tmf, sizeof(tmf->req.sqcq))) {
 		why = "control queue unavailable";
 		goto free_area;
 	}
-	if (sqcq_ctrl_wait(dev, tmf, "SQ/CQ setup", true))
+	if (virtscsi_ctrl_wait(dev, tmf, "SQ/CQ setup", true))
 		goto killed;
-	why = sqcq_setup_answer(dev, &tmf->resp.sqcq, &attached);
+	why = virtscsi_setup_answer(dev, &tmf->resp.sqcq, &attached);
 	if (why && attached) {
 		/* The host may have attached: ask it to let go first. */
-		if (sqcq_teardown_req(dev, tmf, &killed))
+		if (virtscsi_teardown_req(dev, tmf, &killed))
 			goto free_area;
 		if (killed)
 			goto killed;
@@ -1969,7 +1969,7 @@ static int sqcq_sqcq_setup(struct sqcq_dev *dev)
 
 	/* The host interrupts on every completion unless we poll the CQs. */
 	if (hflags & SQCQ_F_CQ_POLL) {
-		poller = kthread_create(sqcq_poll_fn, dev, "sqcq-poll-%u",
+		poller = kthread_create(virtscsi_poll_fn, dev, "sqcq-poll-%u",
 					dev->shost->host_no);
 		if (IS_ERR(poller)) {
 			/* CQ NEED_WAKEUP stays set: completions by interrupt. */
@@ -1983,7 +1983,7 @@ static int sqcq_sqcq_setup(struct sqcq_dev *dev)
 	dev->mem = mem;
 	dev->area = area;
 	for (i = 0; i < dev->nr_req; i++) {
-		struct sqcq_vq *q = &dev->req[i];
+		struct virtscsi_vq *q = &dev->req[i];
 
 		q->cq_seen = 0;
 		q->cq = &area->q[i].cq_line.cq;
@@ -1993,9 +1993,9 @@ static int sqcq_sqcq_setup(struct sqcq_dev *dev)
 						  : NULL;
 		spin_unlock_irqrestore(&q->lock, flags);
 	}
-	mutex_lock(&dev->sqcq_lock);
+	mutex_lock(&dev->virtscsi_lock);
 	dev->classic_why = NULL;
-	/* dev->area before the state; pairs with sqcq_req_cb()'s acquire. */
+	/* dev->area before the state; pairs with virtscsi_req_cb()'s acquire. */
 	smp_store_release(&dev->state, SQCQ_STATE_ON);
 	if (poller) {
 		dev->poller = poller;
@@ -2003,7 +2003,7 @@ static int sqcq_sqcq_setup(struct sqcq_dev *dev)
 		WRITE_ONCE(dev->poll_wake, true);
 		wake_up_process(poller);
 	}
-	mutex_unlock(&dev->sqcq_lock);
+	mutex_unlock(&dev->virtscsi_lock);
 	dev_info(&vdev->dev, "SQ/CQ negotiated: %u queues, %s%s, poll_idle_us %u, area at device address %#llx%s (host: %u poll thread%s, poll_idle_us %u)\n",
 		 dev->nr_req, poller ? "1 poll thread" : "no poll thread",
 		 (hflags & SQCQ_F_SQ_POLL) ? "" : ", host does not poll the SQs",
@@ -2016,11 +2016,11 @@ free_area:
 	dev->classic_why = why;
 	dev_info(&vdev->dev, "SQ/CQ not available (%s): classic mode\n", why);
 	kfree(tmf);
-	sqcq_area_free(&mem);
+	virtscsi_area_free(&mem);
 	return 0;
 
 killed:
-	/* The device still owns both: freed after the reset (sqcq_sqcq_stop()). */
+	/* The device still owns both: freed after the reset (virtscsi_sqcq_stop()). */
 	dev_warn(&vdev->dev, "interrupted while the device held the SQ/CQ request; the device will be reset\n");
 	dev->classic_why = "interrupted";
 	dev->stale = mem;
@@ -2029,18 +2029,18 @@ killed:
 }
 
 /*
- * After the device was reset (sqcq_vqs_teardown()): the host no longer
+ * After the device was reset (virtscsi_vqs_teardown()): the host no longer
  * touches the area, no queue interrupt or submitter can come; stop the poll
  * thread and free the area.
  */
-static void sqcq_sqcq_stop(struct sqcq_dev *dev)
+static void virtscsi_sqcq_stop(struct virtscsi_dev *dev)
 {
 	unsigned int i;
 
-	mutex_lock(&dev->sqcq_lock);
-	sqcq_poller_stop(dev);
+	mutex_lock(&dev->virtscsi_lock);
+	virtscsi_poller_stop(dev);
 	WRITE_ONCE(dev->state, SQCQ_STATE_OFF);
-	mutex_unlock(&dev->sqcq_lock);
+	mutex_unlock(&dev->virtscsi_lock);
 	/* Nothing can queue it now: no callback, submitter or poller is left. */
 	cancel_work_sync(&dev->stop_work);
 	if (dev->poller) {
@@ -2052,13 +2052,13 @@ static void sqcq_sqcq_stop(struct sqcq_dev *dev)
 		dev->req[i].cq = NULL;
 	}
 	dev->area = NULL;
-	sqcq_area_free(&dev->mem);
-	sqcq_area_free(&dev->stale);
+	virtscsi_area_free(&dev->mem);
+	virtscsi_area_free(&dev->stale);
 	kfree(dev->stale_tmf);
 	dev->stale_tmf = NULL;
 }
 
-static bool sqcq_wants_events(struct virtio_device *vdev)
+static bool virtscsi_wants_events(struct virtio_device *vdev)
 {
 	return virtio_has_feature(vdev, VIRTIO_SCSI_F_HOTPLUG) ||
 	       virtio_has_feature(vdev, VIRTIO_SCSI_F_CHANGE);
@@ -2068,10 +2068,10 @@ static bool sqcq_wants_events(struct virtio_device *vdev)
 /* debugfs: /sys/kernel/debug/virtio_scsi_sqcq/<device>/                */
 /* ------------------------------------------------------------------ */
 
-static void sqcq_show_vq(struct seq_file *m, struct sqcq_vq *q)
+static void virtscsi_show_vq(struct seq_file *m, struct virtscsi_vq *q)
 {
 	seq_printf(m, "%-10s %-5s %-7s %llu %llu %llu %llu %llu %llu %llu\n",
-		   q->name, sqcq_kind_name(q->kind),
+		   q->name, virtscsi_kind_name(q->kind),
 		   READ_ONCE(q->sq) ? "sqcq" : "classic",
 		   READ_ONCE(q->st.requests), READ_ONCE(q->st.kicks),
 		   READ_ONCE(q->st.interrupts), READ_ONCE(q->st.polls),
@@ -2079,26 +2079,26 @@ static void sqcq_show_vq(struct seq_file *m, struct sqcq_vq *q)
 		   READ_ONCE(q->st.kicks_saved));
 }
 
-static int sqcq_queues_show(struct seq_file *m, void *v)
+static int virtscsi_queues_show(struct seq_file *m, void *v)
 {
-	struct sqcq_dev *dev = m->private;
+	struct virtscsi_dev *dev = m->private;
 	unsigned int i;
 
 	seq_puts(m, "queue      type  mode    requests kicks interrupts polls completions doorbells kicks_saved\n");
-	sqcq_show_vq(m, &dev->ctrl);
-	sqcq_show_vq(m, &dev->event);
+	virtscsi_show_vq(m, &dev->ctrl);
+	virtscsi_show_vq(m, &dev->event);
 	for (i = 0; i < dev->nr_req; i++)
-		sqcq_show_vq(m, &dev->req[i]);
+		virtscsi_show_vq(m, &dev->req[i]);
 	return 0;
 }
-DEFINE_SHOW_ATTRIBUTE(sqcq_queues);
+DEFINE_SHOW_ATTRIBUTE(virtscsi_queues);
 
-static int sqcq_info_show(struct seq_file *m, void *v)
+static int virtscsi_info_show(struct seq_file *m, void *v)
 {
-	struct sqcq_dev *dev = m->private;
+	struct virtscsi_dev *dev = m->private;
 	struct Scsi_Host *shost = dev->shost;
 
-	enum sqcq_state state = READ_ONCE(dev->state);
+	enum virtscsi_state state = READ_ONCE(dev->state);
 	const char *why = READ_ONCE(dev->classic_why);
 
 	seq_printf(m, "mode: %s\n", state == SQCQ_STATE_ON ? "sqcq" : "classic");
@@ -2149,13 +2149,13 @@ static int sqcq_info_show(struct seq_file *m, void *v)
 		   (long long)atomic64_read(&dev->timer_resets));
 	return 0;
 }
-DEFINE_SHOW_ATTRIBUTE(sqcq_info);
+DEFINE_SHOW_ATTRIBUTE(virtscsi_info);
 
-static void sqcq_debugfs_add(struct sqcq_dev *dev)
+static void virtscsi_debugfs_add(struct virtscsi_dev *dev)
 {
-	dev->dbg = debugfs_create_dir(dev_name(&dev->vdev->dev), sqcq_debugfs);
-	debugfs_create_file("queues", 0444, dev->dbg, dev, &sqcq_queues_fops);
-	debugfs_create_file("info", 0444, dev->dbg, dev, &sqcq_info_fops);
+	dev->dbg = debugfs_create_dir(dev_name(&dev->vdev->dev), virtscsi_debugfs);
+	debugfs_create_file("queues", 0444, dev->dbg, dev, &virtscsi_queues_fops);
+	debugfs_create_file("info", 0444, dev->dbg, dev, &virtscsi_info_fops);
 }
 
 /* ------------------------------------------------------------------ */
@@ -2163,7 +2163,7 @@ static void sqcq_debugfs_add(struct sqcq_dev *dev)
 /* ------------------------------------------------------------------ */
 
 /* Never deeper than the device's cmd_per_lun. */
-static int sqcq_change_queue_depth(struct scsi_device *sdev, int depth)
+static int virtscsi_change_queue_depth(struct scsi_device *sdev, int depth)
 {
 	return scsi_change_queue_depth(sdev,
 				       min_t(int, depth, sdev->host->cmd_per_lun));
@@ -2173,46 +2173,46 @@ static int sqcq_change_queue_depth(struct scsi_device *sdev, int depth)
  * Read the VPD pages even of a device that claims SPC-2: that is where a
  * hypervisor reports the backing store's limits (block limits, unmap).
  */
-static int sqcq_sdev_init(struct scsi_device *sdev)
+static int virtscsi_sdev_init(struct scsi_device *sdev)
 {
 	sdev->sdev_bflags = BLIST_TRY_VPD_PAGES;
 	return 0;
 }
 
-static struct scsi_host_template sqcq_sht = {
+static struct scsi_host_template virtscsi_sht = {
 	.module			= THIS_MODULE,
 	.name			= "Virtio SCSI HBA (sqcq)",
 	.proc_name		= KBUILD_MODNAME,
 	.this_id		= -1,
-	.cmd_size		= sizeof(struct sqcq_cmd),
-	.queuecommand		= sqcq_queuecommand,
-	.commit_rqs		= sqcq_commit_rqs,
+	.cmd_size		= sizeof(struct virtscsi_cmd),
+	.queuecommand		= virtscsi_queuecommand,
+	.commit_rqs		= virtscsi_commit_rqs,
 #ifdef SQCQ_HAVE_SCSI_MQ_POLL
-	.mq_poll		= sqcq_mq_poll,
+	.mq_poll		= virtscsi_mq_poll,
 #endif
-	.map_queues		= sqcq_map_queues,
-	.change_queue_depth	= sqcq_change_queue_depth,
+	.map_queues		= virtscsi_map_queues,
+	.change_queue_depth	= virtscsi_change_queue_depth,
 #ifdef SQCQ_HAVE_SDEV_CONFIGURE
-	.sdev_init		= sqcq_sdev_init,
+	.sdev_init		= virtscsi_sdev_init,
 #else
-	.slave_alloc		= sqcq_sdev_init,
+	.slave_alloc		= virtscsi_sdev_init,
 #endif
-	.eh_timed_out		= sqcq_eh_timed_out,
-	.eh_abort_handler	= sqcq_eh_abort,
-	.eh_device_reset_handler = sqcq_eh_device_reset,
+	.eh_timed_out		= virtscsi_eh_timed_out,
+	.eh_abort_handler	= virtscsi_eh_abort,
+	.eh_device_reset_handler = virtscsi_eh_device_reset,
 	.can_queue		= 1024,
 	.dma_boundary		= UINT_MAX,
 	.track_queue_depth	= 1,
 };
 
-#define sqcq_cread32(vdev, field) \
+#define virtscsi_cread32(vdev, field) \
 	virtio_cread32(vdev, offsetof(struct virtio_scsi_config, field))
 
 /* Decide how many request queues of each kind this device gets. */
-static void sqcq_size_queues(struct virtio_device *vdev, unsigned int *nr_req,
-			     unsigned int *nr_poll)
+static void virtscsi_size_queues(struct virtio_device *vdev, unsigned int *nr_req,
+				 unsigned int *nr_poll)
 {
-	unsigned int cfg = sqcq_cread32(vdev, num_queues);
+	unsigned int cfg = virtscsi_cread32(vdev, num_queues);
 	unsigned int want_poll = 0;
 
 	if (SQCQ_POLL_QUEUES_SUPPORTED)
@@ -2229,8 +2229,8 @@ static void sqcq_size_queues(struct virtio_device *vdev, unsigned int *nr_req,
 			 want_poll, *nr_poll, *nr_req);
 }
 
-static void sqcq_init_vq(struct sqcq_dev *dev, struct sqcq_vq *q,
-			 enum sqcq_vq_kind kind, const char *name)
+static void virtscsi_init_vq(struct virtscsi_dev *dev, struct virtscsi_vq *q,
+			     enum virtscsi_vq_kind kind, const char *name)
 {
 	spin_lock_init(&q->lock);
 	q->dev = dev;
@@ -2238,8 +2238,8 @@ static void sqcq_init_vq(struct sqcq_dev *dev, struct sqcq_vq *q,
 	strscpy(q->name, name, sizeof(q->name));
 }
 
-static void sqcq_init_dev(struct sqcq_dev *dev, struct Scsi_Host *shost,
-			  struct virtio_device *vdev, unsigned int nr_req,
+static void virtscsi_init_dev(struct virtscsi_dev *dev, struct Scsi_Host *shost,
+			      struct virtio_device *vdev, unsigned int nr_req,
 			  unsigned int nr_poll)
 {
 	char name[20];
@@ -2254,33 +2254,33 @@ static void sqcq_init_dev(struct sqcq_dev *dev, struct Scsi_Host *shost,
 	atomic64_set(&dev->tmf_slow, 0);
 	atomic64_set(&dev->timer_resets, 0);
 	atomic_set(&dev->ctrl_waiting, 0);
-	mutex_init(&dev->sqcq_lock);
-	INIT_WORK(&dev->stop_work, sqcq_stop_work);
-	sqcq_init_vq(dev, &dev->ctrl, SQCQ_KIND_CTRL, "control");
-	sqcq_init_vq(dev, &dev->event, SQCQ_KIND_EVENT, "event");
+	mutex_init(&dev->virtscsi_lock);
+	INIT_WORK(&dev->stop_work, virtscsi_stop_work);
+	virtscsi_init_vq(dev, &dev->ctrl, SQCQ_KIND_CTRL, "control");
+	virtscsi_init_vq(dev, &dev->event, SQCQ_KIND_EVENT, "event");
 	for (i = 0; i < nr_req; i++) {
 		snprintf(name, sizeof(name), "request%u", i);
-		sqcq_init_vq(dev, &dev->req[i], i < dev->nr_irq ?
+		virtscsi_init_vq(dev, &dev->req[i], i < dev->nr_irq ?
 			     SQCQ_KIND_IRQ : SQCQ_KIND_POLL, name);
 	}
 	for (i = 0; i < SQCQ_NR_EVENTS; i++) {
 		dev->events[i].dev = dev;
-		INIT_WORK(&dev->events[i].work, sqcq_event_work);
+		INIT_WORK(&dev->events[i].work, virtscsi_event_work);
 	}
 }
 
 /* Apply the device's limits (virtio_scsi_config) to the SCSI host. */
-static void sqcq_apply_config(struct sqcq_dev *dev)
+static void virtscsi_apply_config(struct virtscsi_dev *dev)
 {
 	struct virtio_device *vdev = dev->vdev;
 	struct Scsi_Host *shost = dev->shost;
-	u32 seg_max = sqcq_cread32(vdev, seg_max);
-	u32 max_sectors = sqcq_cread32(vdev, max_sectors);
-	u32 cmd_per_lun = sqcq_cread32(vdev, cmd_per_lun);
-	u32 event_size = sqcq_cread32(vdev, event_info_size);
+	u32 seg_max = virtscsi_cread32(vdev, seg_max);
+	u32 max_sectors = virtscsi_cread32(vdev, max_sectors);
+	u32 cmd_per_lun = virtscsi_cread32(vdev, cmd_per_lun);
+	u32 event_size = virtscsi_cread32(vdev, event_info_size);
 	u32 max_target = virtio_cread16(vdev,
 			offsetof(struct virtio_scsi_config, max_target));
-	u32 max_lun = sqcq_cread32(vdev, max_lun);
+	u32 max_lun = virtscsi_cread32(vdev, max_lun);
 	unsigned int ring = virtqueue_get_vring_size(dev->req[0].vq);
 
 	shost->can_queue = ring;
@@ -2302,7 +2302,7 @@ static void sqcq_apply_config(struct sqcq_dev *dev)
 		dev_warn(&vdev->dev, "event_info_size %u is smaller than an event (%zu); events may be cut short\n",
 			 event_size, sizeof(struct virtio_scsi_event));
 
-	/* Offered only with CONFIG_BLK_DEV_INTEGRITY (sqcq_features). */
+	/* Offered only with CONFIG_BLK_DEV_INTEGRITY (virtscsi_features). */
 	if (IS_ENABLED(CONFIG_BLK_DEV_INTEGRITY) &&
 	    virtio_has_feature(vdev, VIRTIO_SCSI_F_T10_PI)) {
 		dev->pi = true;
@@ -2317,41 +2317,41 @@ static void sqcq_apply_config(struct sqcq_dev *dev)
 	}
 }
 
-static int sqcq_probe(struct virtio_device *vdev)
+static int virtscsi_probe(struct virtio_device *vdev)
 {
 	unsigned int nr_req, nr_poll;
 	struct Scsi_Host *shost;
-	struct sqcq_dev *dev;
+	struct virtscsi_dev *dev;
 	int ret;
 
 	if (!vdev->config->get) {
 		dev_err(&vdev->dev, "config space is not accessible\n");
 		return -EINVAL;
 	}
-	sqcq_size_queues(vdev, &nr_req, &nr_poll);
+	virtscsi_size_queues(vdev, &nr_req, &nr_poll);
 
-	shost = scsi_host_alloc(&sqcq_sht, struct_size(dev, req, nr_req));
+	shost = scsi_host_alloc(&virtscsi_sht, struct_size(dev, req, nr_req));
 	if (!shost)
 		return -ENOMEM;
-	dev = sqcq_shost_dev(shost);
-	sqcq_init_dev(dev, shost, vdev, nr_req, nr_poll);
+	dev = virtscsi_shost_dev(shost);
+	virtscsi_init_dev(dev, shost, vdev, nr_req, nr_poll);
 	vdev->priv = shost;
 
-	ret = sqcq_vqs_setup(dev);
+	ret = virtscsi_vqs_setup(dev);
 	if (ret) {
 		dev_err(&vdev->dev, "cannot set up %u virtqueues (%d)\n",
 			SQCQ_VQ_REQ0 + nr_req, ret);
 		goto err_put;
 	}
-	sqcq_apply_config(dev);
+	virtscsi_apply_config(dev);
 
 	ret = scsi_add_host(shost, &vdev->dev);
 	if (ret)
 		goto err_vqs;
 	virtio_device_ready(vdev);
-	if (sqcq_wants_events(vdev))
-		sqcq_events_start(dev);
-	sqcq_debugfs_add(dev);
+	if (virtscsi_wants_events(vdev))
+		virtscsi_events_start(dev);
+	virtscsi_debugfs_add(dev);
 
 	dev_info(&vdev->dev, "host%u: %u request queues (%u interrupt, %u poll%s)%s\n",
 		 shost->host_no, dev->nr_req, dev->nr_irq, dev->nr_poll,
@@ -2359,7 +2359,7 @@ static int sqcq_probe(struct virtio_device *vdev)
 		 ": unavailable on this kernel, no SCSI mq_poll",
 		 dev->pi ? ", T10-PI" : "");
 	/* Before the scan: all I/O of the device runs in its final mode. */
-	ret = sqcq_sqcq_setup(dev);
+	ret = virtscsi_sqcq_setup(dev);
 	if (ret)
 		goto err_host;
 	scsi_scan_host(shost);
@@ -2367,66 +2367,66 @@ static int sqcq_probe(struct virtio_device *vdev)
 
 err_host:
 	debugfs_remove_recursive(dev->dbg);
-	sqcq_events_stop(dev);
+	virtscsi_events_stop(dev);
 	scsi_remove_host(shost);
 err_vqs:
-	sqcq_vqs_teardown(dev);
-	sqcq_sqcq_stop(dev);
+	virtscsi_vqs_teardown(dev);
+	virtscsi_sqcq_stop(dev);
 err_put:
 	vdev->priv = NULL;
 	scsi_host_put(shost);
 	return ret;
 }
 
-static void sqcq_remove(struct virtio_device *vdev)
+static void virtscsi_remove(struct virtio_device *vdev)
 {
 	struct Scsi_Host *shost = vdev->priv;
-	struct sqcq_dev *dev = sqcq_shost_dev(shost);
+	struct virtscsi_dev *dev = virtscsi_shost_dev(shost);
 
 	debugfs_remove_recursive(dev->dbg);
-	sqcq_events_stop(dev);
+	virtscsi_events_stop(dev);
 	/* Outstanding commands still complete through the live rings. */
 	scsi_remove_host(shost);
-	sqcq_vqs_teardown(dev);
-	sqcq_sqcq_stop(dev);
+	virtscsi_vqs_teardown(dev);
+	virtscsi_sqcq_stop(dev);
 	vdev->priv = NULL;
 	scsi_host_put(shost);
 }
 
 #ifdef CONFIG_PM_SLEEP
-static int sqcq_freeze(struct virtio_device *vdev)
+static int virtscsi_freeze(struct virtio_device *vdev)
 {
-	struct sqcq_dev *dev = sqcq_shost_dev(vdev->priv);
+	struct virtscsi_dev *dev = virtscsi_shost_dev(vdev->priv);
 
-	sqcq_events_stop(dev);
-	sqcq_vqs_teardown(dev);
-	sqcq_sqcq_stop(dev);
+	virtscsi_events_stop(dev);
+	virtscsi_vqs_teardown(dev);
+	virtscsi_sqcq_stop(dev);
 	return 0;
 }
 
-static int sqcq_restore(struct virtio_device *vdev)
+static int virtscsi_restore(struct virtio_device *vdev)
 {
-	struct sqcq_dev *dev = sqcq_shost_dev(vdev->priv);
+	struct virtscsi_dev *dev = virtscsi_shost_dev(vdev->priv);
 	int ret;
 
-	ret = sqcq_vqs_setup(dev);
+	ret = virtscsi_vqs_setup(dev);
 	if (ret)
 		return ret;
 	virtio_device_ready(vdev);
-	if (sqcq_wants_events(vdev))
-		sqcq_events_start(dev);
+	if (virtscsi_wants_events(vdev))
+		virtscsi_events_start(dev);
 	/* Killed while the device held the request: reset, hand all back. */
-	ret = sqcq_sqcq_setup(dev);
+	ret = virtscsi_sqcq_setup(dev);
 	if (ret) {
-		sqcq_events_stop(dev);
-		sqcq_vqs_teardown(dev);
-		sqcq_sqcq_stop(dev);
+		virtscsi_events_stop(dev);
+		virtscsi_vqs_teardown(dev);
+		virtscsi_sqcq_stop(dev);
 	}
 	return ret;
 }
 #endif
 
-static const struct virtio_device_id sqcq_id_table[] = {
+static const struct virtio_device_id virtscsi_id_table[] = {
 	{ VIRTIO_ID_SCSI, VIRTIO_DEV_ANY_ID },
 	{ 0 },
 };
@@ -2437,9 +2437,9 @@ static const struct virtio_device_id sqcq_id_table[] = {
  * is chosen by the packaged switch (virtio-sqcq-guest, docs/guest-switch.md),
  * which blacklists one of the two.
  */
-MODULE_DEVICE_TABLE(virtio, sqcq_id_table);
+MODULE_DEVICE_TABLE(virtio, virtscsi_id_table);
 
-static unsigned int sqcq_features[] = {
+static unsigned int virtscsi_features[] = {
 	VIRTIO_SCSI_F_HOTPLUG,
 	VIRTIO_SCSI_F_CHANGE,
 #ifdef CONFIG_BLK_DEV_INTEGRITY
@@ -2447,21 +2447,21 @@ static unsigned int sqcq_features[] = {
 #endif
 };
 
-static struct virtio_driver sqcq_driver = {
+static struct virtio_driver virtscsi_driver = {
 	.driver.name		= KBUILD_MODNAME,
 	.driver.owner		= THIS_MODULE,
-	.id_table		= sqcq_id_table,
-	.feature_table		= sqcq_features,
-	.feature_table_size	= ARRAY_SIZE(sqcq_features),
-	.probe			= sqcq_probe,
-	.remove			= sqcq_remove,
+	.id_table		= virtscsi_id_table,
+	.feature_table		= virtscsi_features,
+	.feature_table_size	= ARRAY_SIZE(virtscsi_features),
+	.probe			= virtscsi_probe,
+	.remove			= virtscsi_remove,
 #ifdef CONFIG_PM_SLEEP
-	.freeze			= sqcq_freeze,
-	.restore		= sqcq_restore,
+	.freeze			= virtscsi_freeze,
+	.restore		= virtscsi_restore,
 #endif
 };
 
-static int sqcq_params_show(struct seq_file *m, void *v)
+static int virtscsi_params_show(struct seq_file *m, void *v)
 {
 	seq_printf(m, "sqcq: %d\n", READ_ONCE(sqcq));
 	sqcq_show_poll_params(m);
@@ -2470,9 +2470,9 @@ static int sqcq_params_show(struct seq_file *m, void *v)
 		   SQCQ_POLL_QUEUES_SUPPORTED);
 	return 0;
 }
-DEFINE_SHOW_ATTRIBUTE(sqcq_params);
+DEFINE_SHOW_ATTRIBUTE(virtscsi_params);
 
-static int __init sqcq_guest_init(void)
+static int __init virtscsi_guest_init(void)
 {
 	int ret;
 
@@ -2481,13 +2481,13 @@ static int __init sqcq_guest_init(void)
 		pr_err("cannot follow CPU hotplug for poll_cpu (%d)\n", ret);
 		return ret;
 	}
-	sqcq_debugfs = debugfs_create_dir(KBUILD_MODNAME, NULL);
-	debugfs_create_file("params", 0444, sqcq_debugfs, NULL,
-			    &sqcq_params_fops);
-	ret = register_virtio_driver(&sqcq_driver);
+	virtscsi_debugfs = debugfs_create_dir(KBUILD_MODNAME, NULL);
+	debugfs_create_file("params", 0444, virtscsi_debugfs, NULL,
+			    &virtscsi_params_fops);
+	ret = register_virtio_driver(&virtscsi_driver);
 	if (ret) {
 		pr_err("cannot register the virtio driver (%d)\n", ret);
-		debugfs_remove_recursive(sqcq_debugfs);
+		debugfs_remove_recursive(virtscsi_debugfs);
 		sqcq_param_exit();
 		return ret;
 	}
@@ -2497,16 +2497,16 @@ static int __init sqcq_guest_init(void)
 	return 0;
 }
 
-static void __exit sqcq_guest_exit(void)
+static void __exit virtscsi_guest_exit(void)
 {
-	unregister_virtio_driver(&sqcq_driver);
-	debugfs_remove_recursive(sqcq_debugfs);
+	unregister_virtio_driver(&virtscsi_driver);
+	debugfs_remove_recursive(virtscsi_debugfs);
 	sqcq_param_exit();
 	pr_info("unloaded\n");
 }
 
-module_init(sqcq_guest_init);
-module_exit(sqcq_guest_exit);
+module_init(virtscsi_guest_init);
+module_exit(virtscsi_guest_exit);
 
 MODULE_DESCRIPTION("virtio-scsi driver with poll queues and SQ/CQ doorbell polling");
 MODULE_AUTHOR("virtio-sqcq developers");
