@@ -54,7 +54,7 @@ static inline void hrtimer_setup(struct hrtimer *timer,
 #endif
 
 /* ================================================================== */
-/* Host section (host/: vhost_core.c, sqcq_host_main.c).               */
+/* Host section (host/: vhost_scsi_sqcq.c and the parts it includes).  */
 /* ================================================================== */
 
 /*

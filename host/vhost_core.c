@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * vhost_scsi_sqcq: the module's own vhost core (see common/sqcq_vhost.h for
+ * vhost_scsi_sqcq: the module's own vhost core (see host/sqcq_vhost.h for
  * the threading and locking model).
  *
  * Everything the guest or the VMM hands us is treated as hostile: ring

@@ -25,7 +25,7 @@
 #   common/sqcq_compat.h   MACRO_WITH_FLOW_CONTROL, COMPLEX_MACRO:
 #                          SQCQ_MAP_QUEUES_DONE is "return" or "return 0",
 #                          as ->map_queues returns void or int
-#   common/sqcq_vhost.h    PRINTK_WITHOUT_KERN_LEVEL: sqcq_lifecycle_log()
+#   host/sqcq_vhost.h    PRINTK_WITHOUT_KERN_LEVEL: sqcq_lifecycle_log()
 #                          passes the level as its first argument
 set -u
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -64,18 +64,18 @@ run() {	# run IGNORE FILE...
 		grep -v '^total: 0 errors, 0 warnings, 0 checks' | grep -v '^$'
 }
 out=$(
-	run "$base" host/*.c host/*.h guest/*.c common/sqcq_param.h \
+	run "$base" host/*.c host/sqcq_scsi.h guest/*.c common/sqcq_param.h \
 		common/sqcq_poll.h
 	run "$base,BIT_MACRO,PREFER_DEFINED_ATTRIBUTE_MACRO,ARRAY_SIZE,MEMORY_BARRIER" \
 		common/sqcq_uapi.h
 	run "$base,MACRO_WITH_FLOW_CONTROL,COMPLEX_MACRO" common/sqcq_compat.h
-	run "$base,PRINTK_WITHOUT_KERN_LEVEL" common/sqcq_vhost.h
+	run "$base,PRINTK_WITHOUT_KERN_LEVEL" host/sqcq_vhost.h
 )
 n=$(grep -c '^[^ ]*:[0-9]*: ' <<<"$out")
 [ -n "$out" ] && echo "$out"
 echo "checkpatch --strict ($cp): $n findings beyond the listed exceptions"
 kd=$(perl "${cp%/checkpatch.pl}/kernel-doc" -none common/sqcq_uapi.h \
-	common/sqcq_poll.h common/sqcq_vhost.h 2>&1 | grep -v 'Sphinx version')
+	common/sqcq_poll.h host/sqcq_vhost.h 2>&1 | grep -v 'Sphinx version')
 k=$(grep -c . <<<"$kd")
 [ -n "$kd" ] && echo "$kd"
 echo "kernel-doc: $k warnings"

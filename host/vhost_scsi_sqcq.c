@@ -4,15 +4,27 @@
  * SCSI target (LIO) that can replace kicks and interrupts with SQ/CQ
  * doorbell polling (docs/protocol.md).
  *
- * This file: the misc device /dev/vhost-scsi-sqcq (or /dev/vhost-scsi with
- * takeover=1), the module parameters, debugfs, the vhost-scsi ioctls and
- * the virtio-scsi queue dispatch.  host/vhost_core.c is the generic vhost
- * part (ownership, memory table, rings, eventfds, worker); host/sqcq_tcm.c
- * the TCM fabric and the SCSI data path.
+ * This file is the module's front door: init and exit, the module
+ * parameters, the misc device /dev/vhost-scsi-sqcq (or /dev/vhost-scsi with
+ * takeover=1), debugfs, the vhost-scsi ioctls and the virtio-scsi queue
+ * dispatch.  SQ/CQ setup and teardown requests arrive on the control queue
+ * and are answered here (sqcq_ctrl_sqcq()).
  *
- * SQ/CQ setup and teardown requests arrive on the control queue and are
- * answered here (sqcq_ctrl_sqcq()); host/vhost_sqcq.c maps and polls the
- * doorbell area.
+ * The module is this one translation unit, which includes its other parts
+ * at the end, the way kernel/sched/build_policy.c builds several scheduler
+ * files as one:
+ *
+ *   host/vhost_core.c   the generic vhost part: ownership, memory table,
+ *                       split rings, eventfds, the worker
+ *   host/vhost_sqcq.c   the SQ/CQ doorbell area: mapping, the poll loop
+ *   host/sqcq_tcm.c     the TCM fabric and the SCSI data path
+ *
+ * Why not a separate core module, as vhost.ko is for the in-tree drivers:
+ * this core serves one device type, so exporting its API would only add a
+ * second module that every user, package and test must load in order, and
+ * a symbol namespace to keep stable; as one unit the parts keep their
+ * interfaces in host/sqcq_scsi.h and host/sqcq_vhost.h, and the compiler
+ * sees the whole module.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -565,3 +577,8 @@ MODULE_DESCRIPTION("vhost-scsi backend with SQ/CQ doorbell polling");
 MODULE_AUTHOR("virtio-sqcq developers");
 MODULE_LICENSE("GPL");
 MODULE_VERSION(SQCQ_PKG_VERSION);
+
+/* The other parts of the module (see the top of this file). */
+#include "vhost_core.c"
+#include "vhost_sqcq.c"
+#include "sqcq_tcm.c"

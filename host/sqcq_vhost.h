@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
- * Host module only (implemented in host/vhost_core.c; kept in common/ so
- * the packages, which ship the headers of common/, carry it): the module's own small
+ * Host module only (implemented in host/vhost_core.c and
+ * host/vhost_sqcq.c): the module's own small
  * vhost core -- device ownership and the owner's mm, the guest memory
  * table, split virtqueues driven through the vhost ioctl UAPI,
  * kick/call/err eventfds and the worker thread.
@@ -242,7 +242,7 @@ void sqcq_vq_fail(struct sqcq_vq *vq, const char *why);
  * Lines a guest or a VMM can trigger at will (SQ/CQ negotiated, refused or
  * stopped, a poller bound, an endpoint bound or cleared) share one rate
  * limit for the whole module: a storm of setup/teardown/close cycles gives
- * a handful of lines, not one per cycle.  sqcq_host_main.c defines it.
+ * a handful of lines, not one per cycle.  vhost_scsi_sqcq.c defines it.
  */
 extern struct ratelimit_state sqcq_lifecycle_rs;
 
