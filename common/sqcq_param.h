@@ -239,6 +239,20 @@ static inline void sqcq_poll_work_at(u64 *window_ns, u64 *last, u64 now)
 	*last = now;
 }
 
+/*
+ * A poller's yield (SQCQ_POLL_YIELD): let the task that wants this CPU run
+ * now, through the scheduler's own preemption point when it asked, else by
+ * yielding to the runnable task (often the kworker the target core has
+ * just queued on this CPU, which would otherwise wait for the next tick).
+ */
+static inline void sqcq_poll_give_cpu(void)
+{
+	if (need_resched())
+		cond_resched();
+	else
+		yield();
+}
+
 /* A new poller's window: where adapting starts, or the fixed ceiling. */
 static inline u64 sqcq_poll_window_start(void)
 {

@@ -1561,7 +1561,7 @@ static void virtscsi_poll_yield(struct virtscsi_dev *dev)
 	virtscsi_poll_request_irqs(dev);
 	WRITE_ONCE(dev->poll_spinning, false);
 	WRITE_ONCE(dev->poll_yields, dev->poll_yields + 1);
-	cond_resched();
+	sqcq_poll_give_cpu();
 	virtscsi_poll_awake(dev);
 }
 

@@ -355,8 +355,11 @@ void sqcq_poll_run(struct sqcq_vdev *dev)
 		}
 		if (step != SQCQ_POLL_SLEEP) {
 			mutex_unlock(&dev->poll_lock);
-			if (step == SQCQ_POLL_SPIN && !work)
+			if (step == SQCQ_POLL_YIELD)
+				sqcq_poll_give_cpu();
+			else if (!work)
 				cpu_relax();
+			/* RCU's quiescent state on kernels without preemption. */
 			cond_resched();
 			continue;
 		}
