@@ -32,17 +32,8 @@ PKG_APT_OPTS=(-y -q -o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--forc
 	--no-install-recommends)
 
 pkg_install_deps() {
-	local p missing=()
-	for p in dpkg-dev debhelper dh-dkms dkms lintian rpm debootstrap kmod fakeroot \
-		ca-certificates; do
-		dpkg-query -W -f='${Status}\n' "$p" 2>/dev/null | grep -q 'install ok installed' ||
-			missing+=("$p")
-	done
-	[ ${#missing[@]} -eq 0 ] && return 0
-	pkg_log "installing ${missing[*]}"
-	apt-get install "${PKG_APT_OPTS[@]}" "${missing[@]}" </dev/null >/dev/null 2>&1 ||
-		{ apt-get update -q </dev/null >/dev/null &&
-			apt-get install "${PKG_APT_OPTS[@]}" "${missing[@]}" </dev/null >/dev/null; }
+	sqcq_install dpkg-dev debhelper dh-dkms dkms lintian rpm debootstrap kmod \
+		fakeroot ca-certificates 2>/dev/null
 }
 
 # The ABIs, resolved once per refresh of the private apt lists (each lookup

@@ -39,13 +39,7 @@ sqcq_vm_install_deps() {
 		grep -q 'install ok installed' || missing+=(busybox-static)
 	[ ${#missing[@]} -eq 0 ] && return 0
 	sqcq_in_vm && sqcq_die "missing inside the VM: ${missing[*]}"
-	sqcq_log "installing ${missing[*]}"
-	export DEBIAN_FRONTEND=noninteractive
-	local opts=(-y -q -o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold
-		--no-install-recommends)
-	apt-get install "${opts[@]}" "${missing[@]}" </dev/null >/dev/null ||
-		{ apt-get update -q </dev/null >/dev/null &&
-			apt-get install "${opts[@]}" "${missing[@]}" </dev/null >/dev/null; } ||
+	sqcq_install "${missing[@]}" 2>/dev/null ||
 		sqcq_die "apt-get install ${missing[*]} failed"
 }
 
