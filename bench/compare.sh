@@ -68,6 +68,8 @@ function stats(s,    a, n, i, j, t) {
 	lo = a[1]; hi = a[n]
 	return n
 }
+# Lines from the console of the VM end in carriage returns.
+{ gsub(/\r/, "") }
 /^e2e: attempt [0-9]+ failed in the emulator/ {
 	split("", seen); split("", iops); split("", allio); split("", ios); split("", kicks)
 	split("", irqs); split("", exits); split("", exio); split("", busy); split("", bzio); n = 0
