@@ -161,6 +161,16 @@ static const struct kernel_param_ops sqcq_poll_idle_ops = {
 	.get = sqcq_poll_idle_get,
 };
 
+/* The parameters themselves, declared in the module that defines them. */
+module_param_cb(poll_cpu, &sqcq_poll_cpu_ops, NULL, 0644);
+MODULE_PARM_DESC(poll_cpu, "CPU list the poll threads are bound to, round-robin (default empty: unbound, on the kernel's housekeeping CPUs; all CPUs must be online; runtime writes apply at each poller's next pass, a sleeping one's when it wakes)");
+
+module_param_cb(poll_idle_us, &sqcq_poll_idle_ops, NULL, 0644);
+MODULE_PARM_DESC(poll_idle_us, "Busy-poll time in microseconds without work before a poller sets NEED_WAKEUP and sleeps, 0..1000000 (default 1000; runtime writes apply at each poller's next pass)");
+
+module_param_named(poll_adaptive, sqcq_poll_adaptive, bool, 0644);
+MODULE_PARM_DESC(poll_adaptive, "Adapt each poller's idle window below poll_idle_us to the gaps between requests, as KVM halt polling does (default 1; 0: always spin poll_idle_us)");
+
 /* A CPU came online: pollers meant for it bind again at their next pass. */
 static int sqcq_poll_cpu_online(unsigned int cpu)
 {

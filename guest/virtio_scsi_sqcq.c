@@ -64,15 +64,6 @@ static bool sqcq = true;
 module_param(sqcq, bool, 0644);
 MODULE_PARM_DESC(sqcq, "Request SQ/CQ doorbell polling from devices at probe (default 1; runtime writes apply to devices probed later)");
 
-module_param_cb(poll_cpu, &sqcq_poll_cpu_ops, NULL, 0644);
-MODULE_PARM_DESC(poll_cpu, "CPU list the guest poll threads are bound to, round-robin (default empty: unbound, on the kernel's housekeeping CPUs; all CPUs must be online; runtime writes apply at each poller's next pass, a sleeping one's when it wakes)");
-
-module_param_cb(poll_idle_us, &sqcq_poll_idle_ops, NULL, 0644);
-MODULE_PARM_DESC(poll_idle_us, "Busy-poll time in microseconds without completions before a poller sets NEED_WAKEUP and sleeps, 0..1000000 (default 1000; runtime writes apply at each poller's next pass)");
-
-module_param_named(poll_adaptive, sqcq_poll_adaptive, bool, 0644);
-MODULE_PARM_DESC(poll_adaptive, "Adapt each poller's idle window below poll_idle_us to the gaps between requests, as KVM halt polling does (default 1; 0: always spin poll_idle_us)");
-
 static unsigned int poll_queues;
 
 static int virtscsi_poll_queues_set(const char *val, const struct kernel_param *kp)

@@ -52,15 +52,6 @@ static bool sqcq = true;
 module_param(sqcq, bool, 0644);
 MODULE_PARM_DESC(sqcq, "Accept SQ/CQ setup requests from guests (default 1; runtime writes apply to the next setup request)");
 
-module_param_cb(poll_cpu, &sqcq_poll_cpu_ops, NULL, 0644);
-MODULE_PARM_DESC(poll_cpu, "CPU list the host poll threads are bound to, round-robin (default empty: unbound, on the kernel's housekeeping CPUs; all CPUs must be online; runtime writes apply at each poller's next pass, a sleeping one's when it wakes)");
-
-module_param_cb(poll_idle_us, &sqcq_poll_idle_ops, NULL, 0644);
-MODULE_PARM_DESC(poll_idle_us, "Busy-poll time in microseconds without work before a poller sets NEED_WAKEUP and sleeps, 0..1000000 (default 1000; runtime writes apply at each poller's next pass)");
-
-module_param_named(poll_adaptive, sqcq_poll_adaptive, bool, 0644);
-MODULE_PARM_DESC(poll_adaptive, "Adapt each poller's idle window below poll_idle_us to the gaps between requests, as KVM halt polling does (default 1; 0: always spin poll_idle_us)");
-
 static bool takeover;
 module_param(takeover, bool, 0444);
 MODULE_PARM_DESC(takeover, "Register as fabric \"vhost\" and /dev/vhost-scsi, the names of the in-tree vhost_scsi, for targetcli/libvirt (load time only; refused while vhost_scsi is loaded; default 0: fabric \"vhost_sqcq\", /dev/vhost-scsi-sqcq)");
