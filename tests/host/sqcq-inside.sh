@@ -50,7 +50,11 @@ timeout 120 "$CLIENT" /dev/vhost-scsi-sqcq $W -q 4 -C || fails=$((fails + 1))
 # before the answer (the close races the attach): nothing stays pinned
 # (FOLL_PIN counters of /proc/vmstat balance) or mapped (no vmap of ours
 # in /proc/vmallocinfo), and the kernel log gets a handful of lines.
+# pins: pages pinned now (FOLL_PIN acquired - released), after folding the
+# per-CPU vmstat deltas (without, the two counters may be read at
+# different fold points: -2 was seen once).
 pins() {
+	echo 1 >/proc/sys/vm/stat_refresh 2>/dev/null
 	awk '$1 == "nr_foll_pin_acquired" { a = $2; n++ } $1 == "nr_foll_pin_released" { r = $2; n++ }
 		END { if (n == 2) print a - r; else print "no-counters" }' /proc/vmstat
 }
