@@ -19,6 +19,8 @@
 #include <linux/atomic.h>
 #include <linux/cpuhotplug.h>
 #include <linux/cpumask.h>
+#include <linux/debugfs.h>
+#include <linux/err.h>
 #include <linux/gfp.h>
 #include <linux/kernel.h>
 #include <linux/moduleparam.h>
@@ -28,7 +30,6 @@
 #include <linux/spinlock.h>
 #include <linux/string.h>
 
-#include "sqcq_compat.h"
 #include "sqcq_poll.h"
 
 /* Longest cpulist string accepted, and the idle timeout's range. */
@@ -185,16 +186,28 @@ static int sqcq_poll_cpu_online(unsigned int cpu)
 }
 
 /* Module init and exit: follow CPU hotplug for poll_cpu. */
-static inline int sqcq_param_init(const char *name)
+/*
+ * Module init: follow CPU hotplug for poll_cpu (cpuhp state @name), then
+ * create the module's debugfs directory with its "params" file
+ * (@params_fops).  Returns the directory, or an ERR_PTR (logged) when
+ * hotplug cannot be followed.
+ */
+static inline struct dentry *
+sqcq_param_init(const char *name, const struct file_operations *params_fops)
 {
+	struct dentry *dir;
 	int ret;
 
 	ret = cpuhp_setup_state_nocalls(CPUHP_AP_ONLINE_DYN, name,
 					sqcq_poll_cpu_online, NULL);
-	if (ret < 0)
-		return ret;
+	if (ret < 0) {
+		pr_err("cannot follow CPU hotplug for poll_cpu: %d\n", ret);
+		return ERR_PTR(ret);
+	}
 	sqcq_cpuhp_state = ret;
-	return 0;
+	dir = debugfs_create_dir(KBUILD_MODNAME, NULL);
+	debugfs_create_file("params", 0444, dir, NULL, params_fops);
+	return dir;
 }
 
 static inline void sqcq_param_exit(void)
@@ -263,6 +276,20 @@ static inline void sqcq_poll_give_cpu(void)
 		yield();
 }
 
+/*
+ * The end of a poll pass that does not sleep (lock dropped): yield the CPU
+ * after SQCQ_POLL_YIELD, relax it after a pass without work, and pass
+ * through RCU's quiescent state on kernels without preemption.
+ */
+static inline void sqcq_poll_pass_end(enum sqcq_poll_step step, bool work)
+{
+	if (step == SQCQ_POLL_YIELD)
+		sqcq_poll_give_cpu();
+	else if (!work)
+		cpu_relax();
+	cond_resched();
+}
+
 /* A new poller's window: where adapting starts, or the fixed ceiling. */
 static inline u64 sqcq_poll_window_start(void)
 {
@@ -302,17 +329,19 @@ static inline void sqcq_show_poll_params(struct seq_file *m)
 
 /*
  * Bind the calling poll thread to the @k-th CPU of poll_cpu (modulo its
- * weight), or, with poll_cpu empty, to the CPUs the kernel keeps for
- * unbound kthreads (isolcpus= and nohz_full= CPUs stay untouched).
- * Returns the CPU it is bound to, -ENOENT when poll_cpu is empty, or
- * -EAGAIN when the chosen CPU is offline (then it runs unbound until that
- * CPU comes back: sqcq_poll_cpu_online() asks for a new bind).
+ * weight), or, with poll_cpu empty, to @unbound.  Returns the CPU it is
+ * bound to, -ENOENT when poll_cpu is empty, or -EAGAIN when the chosen CPU
+ * is offline (then it runs on @unbound until that CPU comes back:
+ * sqcq_poll_cpu_online() asks for a new bind).
  */
-static inline int sqcq_poll_bind_current(unsigned int k)
+/*
+ * The @k-th CPU of poll_cpu, modulo its weight: nr_cpu_ids when poll_cpu
+ * is empty, -ENOMEM when no mask can be allocated.
+ */
+static inline int sqcq_poll_pick_cpu(unsigned int k)
 {
 	unsigned int cpu = nr_cpu_ids;
 	cpumask_var_t mask;
-	int ret = -ENOENT;
 
 	if (!zalloc_cpumask_var(&mask, GFP_KERNEL))
 		return -ENOMEM;
@@ -323,13 +352,34 @@ static inline int sqcq_poll_bind_current(unsigned int k)
 				break;
 	}
 	free_cpumask_var(mask);
-	if (cpu < nr_cpu_ids) {
+	return cpu;
+}
+
+static inline int sqcq_poll_bind_current_or(unsigned int k,
+					    const struct cpumask *unbound)
+{
+	int cpu = sqcq_poll_pick_cpu(k);
+	int ret = -ENOENT;
+
+	if (cpu < 0)
+		return cpu;
+	if ((unsigned int)cpu < nr_cpu_ids) {
 		if (!set_cpus_allowed_ptr(current, cpumask_of(cpu)))
 			return cpu;
 		ret = -EAGAIN;
 	}
-	set_cpus_allowed_ptr(current, housekeeping_cpumask(HK_TYPE_KTHREAD));
+	set_cpus_allowed_ptr(current, unbound);
 	return ret;
+}
+
+/*
+ * The same for a kthread: unbound means the CPUs the kernel keeps for
+ * unbound kthreads (isolcpus= and nohz_full= CPUs stay untouched).
+ */
+static inline int sqcq_poll_bind_current(unsigned int k)
+{
+	return sqcq_poll_bind_current_or(k,
+					 housekeeping_cpumask(HK_TYPE_KTHREAD));
 }
 
 #endif /* SQCQ_PARAM_H */

@@ -18,8 +18,6 @@
  * without a time limit, reaping the control queue now and then.  Nothing
  * is ever given up while the device may still write into it.
  */
-#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
-
 #include <linux/blk-mq.h>
 #include <linux/completion.h>
 #include <linux/debugfs.h>
@@ -42,9 +40,6 @@
 #include <linux/dma-mapping.h>
 #include <linux/mutex.h>
 #include <xen/xen.h>
-#ifdef SQCQ_HAVE_BLK_MQ_VIRTIO_H
-#include <linux/blk-mq-virtio.h>
-#endif
 #include <scsi/scsi_cmnd.h>
 #include <scsi/scsi_device.h>
 #include <scsi/scsi_devinfo.h>
@@ -52,7 +47,6 @@
 #include <scsi/scsi_host.h>
 #include <scsi/scsi_tcq.h>
 
-#include "sqcq_compat.h"
 #define SQCQ_PARAM_DEFINE	/* the parameters' one definition */
 #include "sqcq_param.h"
 #include "sqcq_uapi.h"
@@ -228,12 +222,14 @@ struct virtscsi_dev {
 	 * Starvation watchdog (virtscsi_poll_watchdog()).  poll_spinning: the
 	 * CQs do not ask for interrupts, completions wait for the poll
 	 * thread.  poll_passes: its loop count.  poll_rescued: the watchdog
-	 * asked for interrupts since its last pass.
+	 * asked for interrupts since its last pass.  wd_armed: the poll
+	 * thread is not asleep, the watchdog keeps running (written by the
+	 * poll thread only).
 	 */
 	struct hrtimer poll_watchdog;
 	unsigned long poll_passes, wd_passes;
-	bool poll_spinning, poll_rescued;
-	u64 poll_yields, poll_rescues;	/* racy reads */
+	bool poll_spinning, poll_rescued, wd_armed;
+	u64 poll_yields, poll_rescues, poll_wd_starts;	/* racy reads */
 	u64 poll_window_ns;		/* adaptive idle window, racy reads */
 	u64 poll_sleep_why[SQCQ_SLEEP_NR];	/* sleeps by reason, ditto */
 	u16 host_nthreads;
@@ -355,6 +351,50 @@ static bool virtscsi_vq_kick_needed(struct virtscsi_vq *q)
 	return false;
 }
 
+/*
+ * Decide and count the kick for what was added to @q (lock held, q->vq
+ * set).  Returns what to pass to virtscsi_vq_notify() once the lock is
+ * dropped: the virtqueue, or NULL for no kick.
+ */
+static struct virtqueue *virtscsi_vq_kick_prepare(struct virtscsi_vq *q)
+{
+	lockdep_assert_held(&q->lock);
+	if (!virtscsi_vq_kick_needed(q))
+		return NULL;
+	q->st.kicks++;
+	return q->vq;
+}
+
+/*
+ * Add a buffer to @q (lock held): the one way commands, control requests
+ * and event buffers reach a ring.  @sgs holds @out device-readable lists,
+ * then @in device-writable ones; @data comes back on completion.  Counts
+ * it and, when @last, decides the kick.  Request queues batch
+ * (->commit_rqs kicks the rest), so there a failed add (a full ring) still
+ * decides one, pushing out what earlier calls added.  Returns 0 or -errno
+ * (-ENODEV: rings torn down); a decided kick lands in *@kick, for
+ * virtscsi_vq_notify() once the lock is dropped.
+ */
+static int virtscsi_vq_add(struct virtscsi_vq *q, struct scatterlist *sgs[],
+			   unsigned int out, unsigned int in, void *data,
+			   bool last, struct virtqueue **kick)
+{
+	bool batches = q->kind == SQCQ_KIND_IRQ || q->kind == SQCQ_KIND_POLL;
+	int ret;
+
+	lockdep_assert_held(&q->lock);
+	if (!q->vq)
+		return -ENODEV;
+	ret = virtqueue_add_sgs(q->vq, sgs, out, in, data, GFP_ATOMIC);
+	if (!ret) {
+		q->st.requests++;
+		q->avail_shadow++;
+	}
+	if (ret ? batches : last)
+		*kick = virtscsi_vq_kick_prepare(q);
+	return ret;
+}
+
 /* Kick whatever was added without a kick; takes the queue lock. */
 static void virtscsi_vq_kick(struct virtscsi_vq *q)
 {
@@ -362,10 +402,8 @@ static void virtscsi_vq_kick(struct virtscsi_vq *q)
 	struct virtqueue *kick = NULL;
 
 	spin_lock_irqsave(&q->lock, flags);
-	if (q->vq && virtscsi_vq_kick_needed(q)) {
-		q->st.kicks++;
-		kick = q->vq;
-	}
+	if (q->vq)
+		kick = virtscsi_vq_kick_prepare(q);
 	spin_unlock_irqrestore(&q->lock, flags);
 	virtscsi_vq_notify(kick);
 }
@@ -583,7 +621,7 @@ static void virtscsi_cmd_done(struct virtscsi_dev *dev, struct virtscsi_vq *q,
 				q->name, len, hdr);
 		atomic64_inc(&dev->bad_completions);
 		sc->result = DID_ERROR << 16;
-		sqcq_scsi_done(sc);
+		scsi_done(sc);
 		return;
 	}
 
@@ -607,12 +645,11 @@ static void virtscsi_cmd_done(struct virtscsi_dev *dev, struct virtscsi_vq *q,
 			max = min(max, len - hdr);
 		memcpy(sc->sense_buffer, resp->sense, min(sense_len, max));
 	}
-	sqcq_scsi_done(sc);
+	scsi_done(sc);
 }
 
-static void virtscsi_fill_req(struct virtscsi_dev *dev, struct virtscsi_cmd *cmd,
-			      struct scsi_cmnd *sc, u8 *lun, __virtio64 *tag,
-			  u8 *cdb)
+static void virtscsi_fill_req(struct virtscsi_dev *dev, struct scsi_cmnd *sc,
+			      u8 *lun, __virtio64 *tag, u8 *cdb)
 {
 	struct request *rq = scsi_cmd_to_rq(sc);
 
@@ -644,7 +681,7 @@ static size_t virtscsi_build_req(struct virtscsi_dev *dev, struct virtscsi_cmd *
 		unsigned int pi = 0;
 
 		memset(r, 0, offsetof(struct virtio_scsi_cmd_req_pi, cdb));
-		virtscsi_fill_req(dev, cmd, sc, r->lun, &r->tag, r->cdb);
+		virtscsi_fill_req(dev, sc, r->lun, &r->tag, r->cdb);
 		r->task_attr = VIRTIO_SCSI_S_SIMPLE;
 		if (scsi_get_prot_op(sc) != SCSI_PROT_NORMAL)
 			pi = virtscsi_prot_bytes(sc);
@@ -655,7 +692,7 @@ static size_t virtscsi_build_req(struct virtscsi_dev *dev, struct virtscsi_cmd *
 		return sizeof(*r);
 	}
 	memset(&cmd->req.cmd, 0, offsetof(struct virtio_scsi_cmd_req, cdb));
-	virtscsi_fill_req(dev, cmd, sc, cmd->req.cmd.lun, &cmd->req.cmd.tag,
+	virtscsi_fill_req(dev, sc, cmd->req.cmd.lun, &cmd->req.cmd.tag,
 			  cmd->req.cmd.cdb);
 	cmd->req.cmd.task_attr = VIRTIO_SCSI_S_SIMPLE;
 	return sizeof(cmd->req.cmd);
@@ -696,20 +733,7 @@ static int virtscsi_add_cmd(struct virtscsi_dev *dev, struct virtscsi_vq *q,
 	}
 
 	spin_lock_irqsave(&q->lock, flags);
-	if (!q->vq) {
-		ret = -ENODEV;
-	} else {
-		ret = virtqueue_add_sgs(q->vq, sgs, out, in, sc, GFP_ATOMIC);
-		if (!ret) {
-			q->st.requests++;
-			q->avail_shadow++;
-		}
-		/* On a full ring, still push out what earlier calls added. */
-		if ((last || ret) && virtscsi_vq_kick_needed(q)) {
-			q->st.kicks++;
-			kick = q->vq;
-		}
-	}
+	ret = virtscsi_vq_add(q, sgs, out, in, sc, last, &kick);
 	spin_unlock_irqrestore(&q->lock, flags);
 	virtscsi_vq_notify(kick);
 	return ret;
@@ -734,7 +758,7 @@ static sqcq_qc_ret_t virtscsi_queuecommand(struct Scsi_Host *shost,
 	if (unlikely(sc->sc_data_direction == DMA_BIDIRECTIONAL)) {
 		virtscsi_err_rl(dev, "bidirectional commands are not supported\n");
 		sc->result = DID_ERROR << 16;
-		sqcq_scsi_done(sc);
+		scsi_done(sc);
 		return 0;
 	}
 
@@ -747,7 +771,7 @@ static sqcq_qc_ret_t virtscsi_queuecommand(struct Scsi_Host *shost,
 	virtscsi_err_rl(dev, "%s: cannot queue command (%d); failing it\n",
 			q->name, ret);
 	sc->result = DID_NO_CONNECT << 16;
-	sqcq_scsi_done(sc);
+	scsi_done(sc);
 	return 0;
 }
 
@@ -760,8 +784,7 @@ static void virtscsi_commit_rqs(struct Scsi_Host *shost, u16 hwq)
 		virtscsi_vq_kick(&dev->req[hwq]);
 }
 
-#ifdef SQCQ_HAVE_SCSI_MQ_POLL
-static int virtscsi_mq_poll(struct Scsi_Host *shost, unsigned int queue_num)
+static int __maybe_unused virtscsi_mq_poll(struct Scsi_Host *shost, unsigned int queue_num)
 {
 	struct virtscsi_dev *dev = virtscsi_shost_dev(shost);
 
@@ -769,7 +792,6 @@ static int virtscsi_mq_poll(struct Scsi_Host *shost, unsigned int queue_num)
 		return 0;
 	return virtscsi_vq_drain(&dev->req[queue_num], SQCQ_SRC_POLL);
 }
-#endif
 
 /*
  * Interrupt queues follow the vectors' affinity where the kernel can tell
@@ -778,23 +800,16 @@ static int virtscsi_mq_poll(struct Scsi_Host *shost, unsigned int queue_num)
 static void virtscsi_map_irq_queues(struct virtscsi_dev *dev,
 				    struct blk_mq_queue_map *map)
 {
-#if defined(SQCQ_HAVE_BLK_MQ_VIRTIO_H)
-	blk_mq_virtio_map_queues(map, dev->vdev, SQCQ_VQ_REQ0);
-#elif defined(SQCQ_HAVE_BLK_MQ_MAP_HW_QUEUES)
 	blk_mq_map_hw_queues(map, &dev->vdev->dev, SQCQ_VQ_REQ0);
-#else
-	blk_mq_map_queues(map);
-#endif
 }
 
 static sqcq_map_queues_ret_t virtscsi_map_queues(struct Scsi_Host *shost)
 {
 	struct virtscsi_dev *dev = virtscsi_shost_dev(shost);
 	struct blk_mq_queue_map *map;
-#ifdef SQCQ_HAVE_SCSI_MQ_POLL
 	unsigned int i, offset = 0;
 
-	for (i = 0; i < shost->nr_maps; i++) {
+	for (i = 0; i < sqcq_shost_nr_maps(shost); i++) {
 		map = &shost->tag_set.map[i];
 		map->queue_offset = offset;
 		if (i == HCTX_TYPE_DEFAULT)
@@ -811,12 +826,6 @@ static sqcq_map_queues_ret_t virtscsi_map_queues(struct Scsi_Host *shost)
 			virtscsi_map_irq_queues(dev, map);
 		offset += map->nr_queues;
 	}
-#else
-	map = &shost->tag_set.map[HCTX_TYPE_DEFAULT];
-	map->queue_offset = 0;
-	map->nr_queues = dev->nr_irq;
-	virtscsi_map_irq_queues(dev, map);
-#endif
 	SQCQ_MAP_QUEUES_DONE;
 }
 
@@ -863,15 +872,7 @@ static int virtscsi_ctrl_queue(struct virtscsi_dev *dev, struct virtscsi_tmf *tm
 	sg_init_one(&in, &tmf->resp, sizeof(tmf->resp));
 
 	spin_lock_irqsave(&q->lock, flags);
-	ret = q->vq ? virtqueue_add_sgs(q->vq, sgs, 1, 1, tmf, GFP_ATOMIC)
-		    : -ENODEV;
-	if (!ret) {
-		q->st.requests++;
-		if (virtscsi_vq_kick_needed(q)) {
-			q->st.kicks++;
-			kick = q->vq;
-		}
-	}
+	ret = virtscsi_vq_add(q, sgs, 1, 1, tmf, true, &kick);
 	spin_unlock_irqrestore(&q->lock, flags);
 	virtscsi_vq_notify(kick);
 	return ret;
@@ -975,15 +976,15 @@ static int virtscsi_send_tmf(struct virtscsi_dev *dev, struct scsi_cmnd *sc,
  * upstream virtio_scsi does.  Aborting or failing it would hand memory the
  * device may still write to back to its owner (docs/error-handling.md).
  */
-static sqcq_eh_timeout_t virtscsi_eh_timed_out(struct scsi_cmnd *sc)
+static enum scsi_timeout_action virtscsi_eh_timed_out(struct scsi_cmnd *sc)
 {
 	struct virtscsi_dev *dev = virtscsi_shost_dev(sc->device->host);
 
 	virtscsi_vq_drain(virtscsi_cmd_queue(dev, sc), SQCQ_SRC_EH);
 	if (test_bit(SCMD_STATE_COMPLETE, &sc->state))
-		return SQCQ_EH_NOT_HANDLED;	/* the midlayer sees it done */
+		return SCSI_EH_NOT_HANDLED;	/* the midlayer sees it done */
 	atomic64_inc(&dev->timer_resets);
-	return SQCQ_EH_RESET_TIMER;
+	return SCSI_EH_RESET_TIMER;
 }
 
 static int virtscsi_eh_abort(struct scsi_cmnd *sc)
@@ -1011,7 +1012,7 @@ static void virtscsi_event_post(struct virtscsi_event *e)
 {
 	struct virtscsi_dev *dev = e->dev;
 	struct virtscsi_vq *q = &dev->event;
-	struct scatterlist sg;
+	struct scatterlist sg, *sgs[1] = { &sg };
 	unsigned long flags;
 	struct virtqueue *kick = NULL;
 	int ret = 0;
@@ -1019,50 +1020,20 @@ static void virtscsi_event_post(struct virtscsi_event *e)
 	memset(&e->ev, 0, sizeof(e->ev));
 	sg_init_one(&sg, &e->ev, sizeof(e->ev));
 	spin_lock_irqsave(&q->lock, flags);
-	if (dev->events_on && q->vq) {
-		ret = virtqueue_add_inbuf(q->vq, &sg, 1, e, GFP_ATOMIC);
-		if (!ret) {
-			q->st.requests++;
-			if (virtscsi_vq_kick_needed(q)) {
-				q->st.kicks++;
-				kick = q->vq;
-			}
-		}
-	}
+	/* Torn down rings (q->vq NULL) are no error here: nothing to post. */
+	if (dev->events_on && q->vq)
+		ret = virtscsi_vq_add(q, sgs, 0, 1, e, true, &kick);
 	spin_unlock_irqrestore(&q->lock, flags);
 	if (ret)
 		virtscsi_err_rl(dev, "cannot post an event buffer (%d)\n", ret);
 	virtscsi_vq_notify(kick);
 }
 
-static bool virtscsi_event_lun(struct virtscsi_dev *dev, const u8 *lun,
-			       unsigned int *target, u64 *l)
+static void virtscsi_event_reset(struct virtscsi_dev *dev, u32 reason,
+				 unsigned int target, u64 lun)
 {
-	if (lun[0] != 1) {
-		virtscsi_err_rl(dev, "event for a LUN in an unknown format (%*ph)\n",
-				8, lun);
-		return false;
-	}
-	*target = lun[1];
-	/* As the scan numbers it: LUN < 256 as is, else SQCQ_LUN_FLAT + LUN. */
-	*l = (lun[2] << 8) | lun[3];
-	if (*target >= dev->shost->max_id || *l >= dev->shost->max_lun) {
-		virtscsi_err_rl(dev, "event for target %u LUN %llu outside the device's range\n",
-				*target, *l);
-		return false;
-	}
-	return true;
-}
-
-static void virtscsi_event_reset(struct virtscsi_dev *dev, struct virtio_scsi_event *ev)
-{
-	u32 reason = virtio32_to_cpu(dev->vdev, ev->reason);
 	struct scsi_device *sdev;
-	unsigned int target;
-	u64 lun;
 
-	if (!virtscsi_event_lun(dev, ev->lun, &target, &lun))
-		return;
 	switch (reason) {
 	case VIRTIO_SCSI_EVT_RESET_RESCAN:
 		/* LUN 0 stands for the target: scan all of its LUNs. */
@@ -1089,35 +1060,59 @@ static void virtscsi_event_reset(struct virtscsi_dev *dev, struct virtio_scsi_ev
 	}
 }
 
-static void virtscsi_event_param(struct virtscsi_dev *dev, struct virtio_scsi_event *ev)
+static void virtscsi_event_param(struct virtscsi_dev *dev, u32 reason,
+				 unsigned int target, u64 lun)
 {
-	u32 reason = virtio32_to_cpu(dev->vdev, ev->reason);
 	struct scsi_device *sdev;
-	unsigned int target;
-	u64 lun;
 
-	if (!virtscsi_event_lun(dev, ev->lun, &target, &lun))
-		return;
 	sdev = scsi_device_lookup(dev->shost, 0, target, lun);
 	if (!sdev)
 		return;
 	/* ASC 0x2a (parameters changed), e.g. capacity data has changed. */
 	if ((reason & 0xff) == 0x2a)
-		sqcq_rescan_sdev(sdev);
+		scsi_rescan_device(sdev);
 	scsi_device_put(sdev);
+}
+
+/*
+ * A transport reset or parameter change event (@type): decode the LUN it
+ * names and hand the event on, or drop it with a line when the LUN is not
+ * one this host can have.
+ */
+static void virtscsi_event_lun(struct virtscsi_dev *dev, u32 type,
+			       const struct virtio_scsi_event *ev)
+{
+	u32 reason = virtio32_to_cpu(dev->vdev, ev->reason);
+	const u8 *lun = ev->lun;
+	unsigned int target;
+	u64 l;
+
+	if (lun[0] != 1) {
+		virtscsi_err_rl(dev, "event for a LUN in an unknown format (%*ph)\n",
+				8, lun);
+		return;
+	}
+	target = lun[1];
+	/* As the scan numbers it: LUN < 256 as is, else SQCQ_LUN_FLAT + LUN. */
+	l = (lun[2] << 8) | lun[3];
+	if (target >= dev->shost->max_id || l >= dev->shost->max_lun) {
+		virtscsi_err_rl(dev, "event for target %u LUN %llu outside the device's range\n",
+				target, l);
+		return;
+	}
+	if (type == VIRTIO_SCSI_T_TRANSPORT_RESET)
+		virtscsi_event_reset(dev, reason, target, l);
+	else
+		virtscsi_event_param(dev, reason, target, l);
 }
 
 /* INQUIRY @sdev into @buf; the SCSI result (> 0 on error) or -errno. */
 static int virtscsi_inquiry(struct scsi_device *sdev, u8 *buf, unsigned int len)
 {
 	u8 cdb[6] = { INQUIRY, 0, 0, 0, len, 0 };
-#ifdef SQCQ_HAVE_SCSI_EXECUTE_CMD
+
 	return scsi_execute_cmd(sdev, cdb, REQ_OP_DRV_IN, buf, len,
 				30 * HZ, 3, NULL);
-#else
-	return scsi_execute_req(sdev, cdb, DMA_FROM_DEVICE, buf, len, NULL,
-				30 * HZ, 3, NULL);
-#endif
 }
 
 /*
@@ -1165,10 +1160,8 @@ static void virtscsi_event_work(struct work_struct *work)
 	case VIRTIO_SCSI_T_NO_EVENT:
 		break;
 	case VIRTIO_SCSI_T_TRANSPORT_RESET:
-		virtscsi_event_reset(dev, &e->ev);
-		break;
 	case VIRTIO_SCSI_T_PARAM_CHANGE:
-		virtscsi_event_param(dev, &e->ev);
+		virtscsi_event_lun(dev, event, &e->ev);
 		break;
 	default:
 		virtscsi_err_rl(dev, "unknown event %#x\n", event);
@@ -1195,14 +1188,21 @@ static void virtscsi_event_done(struct virtscsi_dev *dev, void *buf,
 	spin_unlock_irqrestore(&dev->event.lock, flags);
 }
 
-static void virtscsi_events_start(struct virtscsi_dev *dev)
+/* Whether event buffers are posted and event work queued; takes event.lock. */
+static void virtscsi_events_set(struct virtscsi_dev *dev, bool on)
 {
 	unsigned long flags;
-	unsigned int i;
 
 	spin_lock_irqsave(&dev->event.lock, flags);
-	dev->events_on = true;
+	dev->events_on = on;
 	spin_unlock_irqrestore(&dev->event.lock, flags);
+}
+
+static void virtscsi_events_start(struct virtscsi_dev *dev)
+{
+	unsigned int i;
+
+	virtscsi_events_set(dev, true);
 	for (i = 0; i < SQCQ_NR_EVENTS; i++)
 		virtscsi_event_post(&dev->events[i]);
 }
@@ -1210,12 +1210,9 @@ static void virtscsi_events_start(struct virtscsi_dev *dev)
 /* After this, no event work runs and no event buffer is re-posted. */
 static void virtscsi_events_stop(struct virtscsi_dev *dev)
 {
-	unsigned long flags;
 	unsigned int i;
 
-	spin_lock_irqsave(&dev->event.lock, flags);
-	dev->events_on = false;
-	spin_unlock_irqrestore(&dev->event.lock, flags);
+	virtscsi_events_set(dev, false);
 	for (i = 0; i < SQCQ_NR_EVENTS; i++)
 		cancel_work_sync(&dev->events[i].work);
 }
@@ -1248,14 +1245,12 @@ static vq_callback_t *virtscsi_vq_callback(const struct virtscsi_vq *q)
 	return NULL;	/* poll queue: no interrupt vector at all */
 }
 
-/* virtio_find_vqs() takes a virtqueue_info array from 6.11 on. */
 static int virtscsi_find_vqs(struct virtscsi_dev *dev, unsigned int n,
 			     struct virtqueue **vqs, struct irq_affinity *desc)
 {
+	struct virtqueue_info *info;
 	unsigned int i;
 	int ret;
-#ifdef SQCQ_HAVE_VIRTQUEUE_INFO
-	struct virtqueue_info *info;
 
 	info = kcalloc(n, sizeof(*info), GFP_KERNEL);
 	if (!info)
@@ -1266,25 +1261,6 @@ static int virtscsi_find_vqs(struct virtscsi_dev *dev, unsigned int n,
 	}
 	ret = virtio_find_vqs(dev->vdev, n, vqs, info, desc);
 	kfree(info);
-#else
-	vq_callback_t **cbs;
-	const char **names;
-
-	cbs = kcalloc(n, sizeof(*cbs), GFP_KERNEL);
-	names = kcalloc(n, sizeof(*names), GFP_KERNEL);
-	if (!cbs || !names) {
-		ret = -ENOMEM;
-		goto out;
-	}
-	for (i = 0; i < n; i++) {
-		names[i] = virtscsi_vq_at(dev, i)->name;
-		cbs[i] = virtscsi_vq_callback(virtscsi_vq_at(dev, i));
-	}
-	ret = virtio_find_vqs(dev->vdev, n, vqs, cbs, names, desc);
-out:
-	kfree(names);
-	kfree(cbs);
-#endif
 	return ret;
 }
 
@@ -1343,7 +1319,7 @@ static void virtscsi_reclaim(struct virtscsi_dev *dev, struct virtscsi_vq *q, vo
 	default:
 		sc = buf;
 		sc->result = DID_NO_CONNECT << 16;
-		sqcq_scsi_done(sc);
+		scsi_done(sc);
 		break;
 	}
 }
@@ -1493,8 +1469,19 @@ static void virtscsi_poll_awake(struct virtscsi_dev *dev)
 
 	WRITE_ONCE(dev->poll_rescued, false);
 	WRITE_ONCE(dev->poll_spinning, true);
-	hrtimer_start(&dev->poll_watchdog, ns_to_ktime(SQCQ_POLL_WATCHDOG_NS),
-		      HRTIMER_MODE_REL_HARD);
+	/*
+	 * Armed once per wakeup, not per yield: starting the timer again
+	 * reprograms the local APIC timer, a VM exit each time.  A timer
+	 * whose callback is running and about to stop stays queued after
+	 * this start (hrtimer core).
+	 */
+	if (!dev->wd_armed) {
+		WRITE_ONCE(dev->wd_armed, true);
+		WRITE_ONCE(dev->poll_wd_starts, dev->poll_wd_starts + 1);
+		hrtimer_start(&dev->poll_watchdog,
+			      ns_to_ktime(SQCQ_POLL_WATCHDOG_NS),
+			      HRTIMER_MODE_REL_HARD);
+	}
 	virtscsi_for_each_polled(dev, q, i)
 		sqcq_clear_need_wakeup(&q->cq->flags, VRING_CQ_F_NEED_WAKEUP);
 }
@@ -1530,9 +1517,12 @@ static enum hrtimer_restart virtscsi_poll_watchdog(struct hrtimer *t)
 	struct virtscsi_dev *dev = container_of(t, struct virtscsi_dev, poll_watchdog);
 	unsigned long passes = READ_ONCE(dev->poll_passes);
 
-	if (!READ_ONCE(dev->poll_spinning))
+	/* The thread sleeps (or stops) with the CQs asking for interrupts. */
+	if (!READ_ONCE(dev->wd_armed))
 		return HRTIMER_NORESTART;
-	if (passes == dev->wd_passes && !READ_ONCE(dev->poll_rescued)) {
+	/* A yield has asked for interrupts itself: nothing to rescue. */
+	if (READ_ONCE(dev->poll_spinning) && passes == dev->wd_passes &&
+	    !READ_ONCE(dev->poll_rescued)) {
 		WRITE_ONCE(dev->poll_rescued, true);
 		WRITE_ONCE(dev->poll_rescues, dev->poll_rescues + 1);
 		virtscsi_poll_request_irqs(dev);
@@ -1605,6 +1595,7 @@ static int virtscsi_poll_fn(void *data)
 
 	hrtimer_setup(&dev->poll_watchdog, virtscsi_poll_watchdog, CLOCK_MONOTONIC,
 		      HRTIMER_MODE_REL_HARD);
+	dev->wd_armed = false;
 	dev->poll_bound_gen = atomic_read(&sqcq_poll_cpu_gen) - 1;
 	WRITE_ONCE(dev->poll_window_ns, sqcq_poll_window_start());
 	virtscsi_poll_awake(dev);
@@ -1651,8 +1642,13 @@ static int virtscsi_poll_fn(void *data)
 			__set_current_state(TASK_RUNNING);
 			continue;
 		}
-		/* The flags ask for interrupts: the watchdog has nothing to do. */
+		/*
+		 * The flags ask for interrupts: the watchdog has nothing to
+		 * do and stops at its next expiry (or goes on if we are back
+		 * before it).
+		 */
 		WRITE_ONCE(dev->poll_spinning, false);
+		WRITE_ONCE(dev->wd_armed, false);
 		WRITE_ONCE(dev->poll_sleeps, dev->poll_sleeps + 1);
 		WRITE_ONCE(dev->poll_sleep_why[why], dev->poll_sleep_why[why] + 1);
 		schedule();
@@ -1660,6 +1656,7 @@ static int virtscsi_poll_fn(void *data)
 		virtscsi_poll_awake(dev);
 	}
 	WRITE_ONCE(dev->poll_spinning, false);
+	WRITE_ONCE(dev->wd_armed, false);
 	hrtimer_cancel(&dev->poll_watchdog);
 	/*
 	 * Interrupt me on every completion from now on (docs/protocol.md section 5); the
@@ -1773,8 +1770,6 @@ static const char *virtscsi_area_dma_dev(struct virtscsi_dev *dev,
 	bool platform = virtio_has_feature(vdev, VIRTIO_F_ACCESS_PLATFORM) ||
 			xen_domain();
 
-	*dma_dev = NULL;
-#ifdef SQCQ_HAVE_VIRTQUEUE_DMA_DEV
 	*dma_dev = virtqueue_dma_dev(dev->req[0].vq);
 	if (*dma_dev)
 		return NULL;
@@ -1782,11 +1777,6 @@ static const char *virtscsi_area_dma_dev(struct virtscsi_dev *dev,
 	if (platform)
 		return "the transport maps buffers without a DMA device";
 	return NULL;
-#else
-	if (platform)
-		return "access platform or Xen, and no virtqueue_dma_dev() here";
-	return NULL;
-#endif
 }
 
 /* Allocate the zeroed, page-aligned doorbell area; returns why not, or NULL. */
@@ -1863,50 +1853,21 @@ static bool virtscsi_teardown_req(struct virtscsi_dev *dev, struct virtscsi_tmf 
 }
 
 /*
- * Ask the device for SQ/CQ (module parameter sqcq), at probe and restore.
- * Any answer but a well-formed success leaves the device classic, with one
- * line.  The answer is waited for without a time limit (the device owns the
- * request and the area); the wait is killable, and then -EINTR tells the
- * caller to fail: the device is reset on the way out, which hands both
- * back.  Returns 0 otherwise, whatever the mode.
+ * Build the setup request: initialise the doorbell area at @mem (each SQ
+ * index at its ring's avail index) and fill a control request that offers
+ * it to the device.  Returns the request, or NULL when out of memory.
  */
-static int virtscsi_sqcq_setup(struct virtscsi_dev *dev)
+static struct virtscsi_tmf *virtscsi_setup_build(struct virtscsi_dev *dev,
+						 const struct virtscsi_dma_area *mem)
 {
-	size_t bytes = PAGE_ALIGN(sqcq_area_bytes(dev->nr_req));
-	struct virtio_device *vdev = dev->vdev;
-	struct virtscsi_dma_area mem = {};
-	struct task_struct *poller = NULL;
+	struct sqcq_area *area = mem->cpu;
 	struct sqcq_setup_req *req;
-	struct sqcq_area *area;
-	struct virtscsi_tmf *tmf = NULL;
-	const char *why;
-	unsigned long flags;
-	bool attached, killed;
+	struct virtscsi_tmf *tmf;
 	unsigned int i;
-	u32 hflags;
 
-	WRITE_ONCE(dev->state, SQCQ_STATE_OFF);
-	dev->classic_why = "sqcq=0";
-	if (!READ_ONCE(sqcq))
-		return 0;
-	why = virtscsi_refusal(dev);
-	if (why) {
-		dev->classic_why = why;
-		dev_info(&vdev->dev, "SQ/CQ refused (%s): classic mode\n", why);
-		return 0;
-	}
-	why = virtscsi_area_alloc(dev, &mem, bytes);
-	if (why) {
-		dev->classic_why = why;
-		dev_info(&vdev->dev, "SQ/CQ refused (%s): classic mode\n", why);
-		return 0;
-	}
-	area = mem.cpu;
 	tmf = kzalloc(sizeof(*tmf), GFP_KERNEL);
-	if (!tmf) {
-		why = "out of memory";
-		goto free_area;
-	}
+	if (!tmf)
+		return NULL;
 	sqcq_area_init(area, dev->nr_req);
 	for (i = 0; i < dev->nr_req; i++) {
 		area->q[i].sq_line.sq.idx = cpu_to_le16(dev->req[i].avail_shadow);
@@ -1923,40 +1884,77 @@ static int virtscsi_sqcq_setup(struct virtscsi_dev *dev)
 	req->version = cpu_to_le16(SQCQ_VERSION);
 	req->nqueues = cpu_to_le16(dev->nr_req);
 	/* A device address (docs/protocol.md section 2), not necessarily guest-physical. */
-	req->area_gpa = cpu_to_le64(mem.addr);
-	dev->setup_addr = mem.addr;
-	dev->setup_dma_api = !!mem.dma_dev;
-	req->area_len = cpu_to_le32(bytes);
+	req->area_gpa = cpu_to_le64(mem->addr);
+	dev->setup_addr = mem->addr;
+	dev->setup_dma_api = !!mem->dma_dev;
+	req->area_len = cpu_to_le32(mem->bytes);
 	req->flags = cpu_to_le32(SQCQ_F_SQ_POLL | SQCQ_F_CQ_POLL);
 	req->poll_idle_us = cpu_to_le32(sqcq_poll_idle());
+	return tmf;
+}
 
-	if (virtscsi_ctrl_queue(dev, tmf, sizeof(tmf->req.sqcq))) {
-		why = "control queue unavailable";
-		goto free_area;
+/*
+ * Send the setup request on the control queue and wait for the answer
+ * (killable, no time limit).  Returns 0 once answered; -EINTR when killed,
+ * the device still owning @tmf and the area; -ENODEV when it could not be
+ * queued (the caller still owns both).
+ */
+static int virtscsi_setup_send(struct virtscsi_dev *dev, struct virtscsi_tmf *tmf)
+{
+	if (virtscsi_ctrl_queue(dev, tmf, sizeof(tmf->req.sqcq)))
+		return -ENODEV;
+	return virtscsi_ctrl_wait(dev, tmf, "SQ/CQ setup", true);
+}
+
+/* What becomes of the doorbell area after the device answered. */
+enum virtscsi_setup_end {
+	SQCQ_SETUP_USE,		/* a well-formed success: install it */
+	SQCQ_SETUP_FREE,	/* refused, the device holds nothing: free it */
+	SQCQ_SETUP_KEEP,	/* refused, the device may hold it until reset */
+	SQCQ_SETUP_KILLED,	/* teardown interrupted, the device holds both */
+};
+
+/*
+ * Interpret the device's answer to the setup request: on a well-formed
+ * success record what the host accepted; on a refusal that the host may
+ * have attached to anyway, ask it to let go.  *@why: why SQ/CQ is not
+ * used (NULL for SQCQ_SETUP_USE).
+ */
+static enum virtscsi_setup_end virtscsi_setup_interpret(struct virtscsi_dev *dev,
+							struct virtscsi_tmf *tmf,
+							const char **why)
+{
+	const struct sqcq_setup_resp *r = &tmf->resp.sqcq.resp;
+	bool attached, killed;
+
+	*why = virtscsi_setup_answer(dev, &tmf->resp.sqcq, &attached);
+	if (!*why) {
+		dev->host_flags = le32_to_cpu(r->flags);
+		dev->host_nthreads = le16_to_cpu(r->nthreads);
+		dev->host_idle_us = le32_to_cpu(r->poll_idle_us);
+		return SQCQ_SETUP_USE;
 	}
-	if (virtscsi_ctrl_wait(dev, tmf, "SQ/CQ setup", true))
-		goto killed;
-	why = virtscsi_setup_answer(dev, &tmf->resp.sqcq, &attached);
-	if (why && attached) {
-		/* The host may have attached: ask it to let go first. */
-		if (virtscsi_teardown_req(dev, tmf, &killed))
-			goto free_area;
-		if (killed)
-			goto killed;
-		dev_warn(&vdev->dev, "SQ/CQ not used (%s, teardown refused); classic mode (%zu bytes kept for the device until it is reset)\n",
-			 why, bytes);
-		dev->classic_why = why;
-		dev->stale = mem;
-		kfree(tmf);
-		return 0;
-	}
-	if (why)
-		goto free_area;
-	hflags = le32_to_cpu(tmf->resp.sqcq.resp.flags);
-	dev->host_flags = hflags;
-	dev->host_nthreads = le16_to_cpu(tmf->resp.sqcq.resp.nthreads);
-	dev->host_idle_us = le32_to_cpu(tmf->resp.sqcq.resp.poll_idle_us);
-	kfree(tmf);
+	if (!attached)
+		return SQCQ_SETUP_FREE;
+	/* The host may have attached: ask it to let go first. */
+	if (virtscsi_teardown_req(dev, tmf, &killed))
+		return SQCQ_SETUP_FREE;
+	return killed ? SQCQ_SETUP_KILLED : SQCQ_SETUP_KEEP;
+}
+
+/*
+ * Install the doorbells the host accepted (dev->host_flags): start the
+ * poll thread if the host leaves the CQs to us, point each request queue
+ * at its SQ and CQ, and switch the device to SQCQ_STATE_ON.
+ */
+static void virtscsi_setup_install(struct virtscsi_dev *dev,
+				   const struct virtscsi_dma_area *mem)
+{
+	struct task_struct *poller = NULL;
+	struct sqcq_area *area = mem->cpu;
+	u32 hflags = dev->host_flags;
+	unsigned long flags;
+	unsigned int i;
 
 	/* The host interrupts on every completion unless we poll the CQs. */
 	if (hflags & SQCQ_F_CQ_POLL) {
@@ -1964,14 +1962,14 @@ static int virtscsi_sqcq_setup(struct virtscsi_dev *dev)
 					dev->shost->host_no);
 		if (IS_ERR(poller)) {
 			/* CQ NEED_WAKEUP stays set: completions by interrupt. */
-			dev_warn(&vdev->dev, "cannot start the SQ/CQ poll thread (%ld); completions by interrupt\n",
+			dev_warn(&dev->vdev->dev, "cannot start the SQ/CQ poll thread (%ld); completions by interrupt\n",
 				 PTR_ERR(poller));
 			poller = NULL;
 		} else {
 			get_task_struct(poller);
 		}
 	}
-	dev->mem = mem;
+	dev->mem = *mem;
 	dev->area = area;
 	for (i = 0; i < dev->nr_req; i++) {
 		struct virtscsi_vq *q = &dev->req[i];
@@ -1995,12 +1993,70 @@ static int virtscsi_sqcq_setup(struct virtscsi_dev *dev)
 		wake_up_process(poller);
 	}
 	mutex_unlock(&dev->virtscsi_lock);
-	dev_info(&vdev->dev, "SQ/CQ negotiated: %u queues, %s%s, poll_idle_us %u, area at device address %#llx%s (host: %u poll thread%s, poll_idle_us %u)\n",
+	dev_info(&dev->vdev->dev, "SQ/CQ negotiated: %u queues, %s%s, poll_idle_us %u, area at device address %#llx%s (host: %u poll thread%s, poll_idle_us %u)\n",
 		 dev->nr_req, poller ? "1 poll thread" : "no poll thread",
 		 (hflags & SQCQ_F_SQ_POLL) ? "" : ", host does not poll the SQs",
-		 sqcq_poll_idle(), (unsigned long long)mem.addr,
-		 mem.dma_dev ? " (DMA API)" : "", dev->host_nthreads,
+		 sqcq_poll_idle(), (unsigned long long)mem->addr,
+		 mem->dma_dev ? " (DMA API)" : "", dev->host_nthreads,
 		 dev->host_nthreads == 1 ? "" : "s", dev->host_idle_us);
+}
+
+/*
+ * Ask the device for SQ/CQ (module parameter sqcq), at probe and restore.
+ * Any answer but a well-formed success leaves the device classic, with one
+ * line.  The answer is waited for without a time limit (the device owns the
+ * request and the area); the wait is killable, and then -EINTR tells the
+ * caller to fail: the device is reset on the way out, which hands both
+ * back.  Returns 0 otherwise, whatever the mode.
+ */
+static int virtscsi_sqcq_setup(struct virtscsi_dev *dev)
+{
+	size_t bytes = PAGE_ALIGN(sqcq_area_bytes(dev->nr_req));
+	struct virtio_device *vdev = dev->vdev;
+	struct virtscsi_dma_area mem = {};
+	struct virtscsi_tmf *tmf;
+	const char *why;
+	int ret;
+
+	WRITE_ONCE(dev->state, SQCQ_STATE_OFF);
+	dev->classic_why = "sqcq=0";
+	if (!READ_ONCE(sqcq))
+		return 0;
+	why = virtscsi_refusal(dev) ?: virtscsi_area_alloc(dev, &mem, bytes);
+	if (why) {
+		dev->classic_why = why;
+		dev_info(&vdev->dev, "SQ/CQ refused (%s): classic mode\n", why);
+		return 0;
+	}
+	tmf = virtscsi_setup_build(dev, &mem);
+	if (!tmf) {
+		why = "out of memory";
+		goto free_area;
+	}
+	ret = virtscsi_setup_send(dev, tmf);
+	if (ret == -EINTR)
+		goto killed;
+	if (ret) {
+		why = "control queue unavailable";
+		goto free_area;
+	}
+	switch (virtscsi_setup_interpret(dev, tmf, &why)) {
+	case SQCQ_SETUP_USE:
+		break;
+	case SQCQ_SETUP_FREE:
+		goto free_area;
+	case SQCQ_SETUP_KEEP:
+		dev_warn(&vdev->dev, "SQ/CQ not used (%s, teardown refused); classic mode (%zu bytes kept for the device until it is reset)\n",
+			 why, bytes);
+		dev->classic_why = why;
+		dev->stale = mem;
+		kfree(tmf);
+		return 0;
+	case SQCQ_SETUP_KILLED:
+		goto killed;
+	}
+	kfree(tmf);
+	virtscsi_setup_install(dev, &mem);
 	return 0;
 
 free_area:
@@ -2111,6 +2167,7 @@ static int virtscsi_info_show(struct seq_file *m, void *v)
 	seq_printf(m, "poll_wakeups: %llu\n", READ_ONCE(dev->poll_wakeups));
 	seq_printf(m, "poll_yields: %llu\n", READ_ONCE(dev->poll_yields));
 	seq_printf(m, "poll_rescues: %llu\n", READ_ONCE(dev->poll_rescues));
+	seq_printf(m, "poll_watchdog_starts: %llu\n", READ_ONCE(dev->poll_wd_starts));
 	seq_printf(m, "poll_sleeps_idle: %llu\n",
 		   READ_ONCE(dev->poll_sleep_why[SQCQ_SLEEP_IDLE]));
 	seq_printf(m, "poll_sleeps_contended: %llu\n",
@@ -2178,16 +2235,10 @@ static struct scsi_host_template virtscsi_sht = {
 	.cmd_size		= sizeof(struct virtscsi_cmd),
 	.queuecommand		= virtscsi_queuecommand,
 	.commit_rqs		= virtscsi_commit_rqs,
-#ifdef SQCQ_HAVE_SCSI_MQ_POLL
-	.mq_poll		= virtscsi_mq_poll,
-#endif
+	SQCQ_SHT_MQ_POLL(virtscsi_mq_poll)
 	.map_queues		= virtscsi_map_queues,
 	.change_queue_depth	= virtscsi_change_queue_depth,
-#ifdef SQCQ_HAVE_SDEV_CONFIGURE
 	.sdev_init		= virtscsi_sdev_init,
-#else
-	.slave_alloc		= virtscsi_sdev_init,
-#endif
 	.eh_timed_out		= virtscsi_eh_timed_out,
 	.eh_abort_handler	= virtscsi_eh_abort,
 	.eh_device_reset_handler = virtscsi_eh_device_reset,
@@ -2286,9 +2337,7 @@ static void virtscsi_apply_config(struct virtscsi_dev *dev)
 	shost->max_segment_size = min_t(size_t, virtio_max_dma_size(vdev),
 					UINT_MAX);
 	shost->nr_hw_queues = dev->nr_req;
-#ifdef SQCQ_HAVE_SCSI_MQ_POLL
-	shost->nr_maps = dev->nr_poll ? HCTX_MAX_TYPES : 1;
-#endif
+	sqcq_shost_set_nr_maps(shost, dev->nr_poll ? HCTX_MAX_TYPES : 1);
 	if (event_size && event_size < sizeof(struct virtio_scsi_event))
 		dev_warn(&vdev->dev, "event_info_size %u is smaller than an event (%zu); events may be cut short\n",
 			 event_size, sizeof(struct virtio_scsi_event));
@@ -2467,14 +2516,10 @@ static int __init virtscsi_guest_init(void)
 {
 	int ret;
 
-	ret = sqcq_param_init("virtio_scsi_sqcq:online");
-	if (ret) {
-		pr_err("cannot follow CPU hotplug for poll_cpu (%d)\n", ret);
-		return ret;
-	}
-	virtscsi_debugfs = debugfs_create_dir(KBUILD_MODNAME, NULL);
-	debugfs_create_file("params", 0444, virtscsi_debugfs, NULL,
-			    &virtscsi_params_fops);
+	virtscsi_debugfs = sqcq_param_init("virtio_scsi_sqcq:online",
+					   &virtscsi_params_fops);
+	if (IS_ERR(virtscsi_debugfs))
+		return PTR_ERR(virtscsi_debugfs);
 	ret = register_virtio_driver(&virtscsi_driver);
 	if (ret) {
 		pr_err("cannot register the virtio driver (%d)\n", ret);

@@ -4,19 +4,21 @@
  * and the TCM fabric and SCSI data path (sqcq_tcm.c).
  *
  * Locking, outermost first:
- *   sqcq_vdev.mutex   ioctls (vhost core, see sqcq_vhost.h)
- *   sqcq_tcm_mutex    the fabric's TPG list, every TPG's nexus and bound
- *                     device, and every device's endpoint (configfs
- *                     callbacks and SET/CLEAR_ENDPOINT); target_depend_item()
- *                     (configfs directory locks) is called under it
- *   sqcq_tpg.port_lock  a TPG's LUN count and, for LUN link/unlink (which
- *                     run under configfs directory locks and so must not
- *                     take sqcq_tcm_mutex), its bound device
- *   sqcq_vq.mutex     one ring (the worker holds it while serving)
- *   sqcq_scsi.ep_rwsem  the device's target table: read by the worker while
- *                     it submits a batch, written when an endpoint is set
- *                     or cleared
- *   sqcq_scsi.evt_lock  pending hotplug events (spinlock, innermost)
+ *   vhost_dev.mutex       ioctls (vhost core, see sqcq_vhost.h)
+ *   vhost_scsi_mutex      the fabric's TPG list, every TPG's nexus and bound
+ *                         device, and every device's endpoint (configfs
+ *                         callbacks and SET/CLEAR_ENDPOINT);
+ *                         target_depend_item() (configfs directory locks)
+ *                         is called under it
+ *   vhost_scsi_tpg.port_lock
+ *                         a TPG's LUN count and, for LUN link/unlink (which
+ *                         run under configfs directory locks and so must
+ *                         not take vhost_scsi_mutex), its bound device
+ *   vhost_vq.mutex        one ring (the worker holds it while serving)
+ *   vhost_scsi.ep_rwsem   the device's target table: read by the worker
+ *                         while it submits a batch, written when an
+ *                         endpoint is set or cleared
+ *   vhost_scsi.evt_lock   pending hotplug events (spinlock, innermost)
  */
 #ifndef SQCQ_SCSI_H
 #define SQCQ_SCSI_H
@@ -41,16 +43,16 @@
 /* Hotplug events kept while the guest has no event buffer posted. */
 #define SQCQ_MAX_PENDING_EVENTS	64
 
-struct sqcq_tpg;
+struct vhost_scsi_tpg;
 
-struct sqcq_scsi {
-	struct sqcq_vdev vdev;
+struct vhost_scsi {
+	struct vhost_dev vdev;
 	struct dentry *dbg;		/* per-device debugfs directory */
 	int id;				/* devN in debugfs and messages */
 
-	/* Endpoint (sqcq_tcm_mutex to change, ep_rwsem for the table). */
+	/* Endpoint (vhost_scsi_mutex to change, ep_rwsem for the table). */
 	struct rw_semaphore ep_rwsem;
-	struct sqcq_tpg *tpgs[SQCQ_MAX_TARGETS];
+	struct vhost_scsi_tpg *tpgs[SQCQ_MAX_TARGETS];
 	bool ep_set;
 	char ep_wwpn[224];
 
@@ -81,21 +83,21 @@ struct sqcq_scsi {
 };
 
 /* sqcq_tcm.c */
-int sqcq_tcm_register(bool takeover);
-void sqcq_tcm_unregister(void);
-int sqcq_scsi_tcm_init(struct sqcq_scsi *s);
-void sqcq_scsi_tcm_free(struct sqcq_scsi *s);
-int sqcq_set_endpoint(struct sqcq_scsi *s, const struct vhost_scsi_target *t);
-int sqcq_clear_endpoint(struct sqcq_scsi *s, const struct vhost_scsi_target *t);
+int vhost_scsi_register(bool takeover);
+void vhost_scsi_unregister(void);
+int vhost_scsi_tcm_init(struct vhost_scsi *s);
+void vhost_scsi_tcm_free(struct vhost_scsi *s);
+int vhost_scsi_set_endpoint(struct vhost_scsi *s, const struct vhost_scsi_target *t);
+int vhost_scsi_clear_endpoint(struct vhost_scsi *s, const struct vhost_scsi_target *t);
 /* Unbind every target and wait for every request; dev->mutex held. */
-void sqcq_scsi_drop_endpoint(struct sqcq_scsi *s);
-u32 sqcq_scsi_cmd_one(struct sqcq_vq *vq, struct sqcq_req *req);
-u32 sqcq_scsi_tmf_one(struct sqcq_vq *vq, struct sqcq_req *req,
-		      const struct virtio_scsi_ctrl_tmf_req *tmf);
-void sqcq_scsi_complete_vq(struct sqcq_vq *vq);
-void sqcq_scsi_handle_evt(struct sqcq_vq *vq);
-void sqcq_scsi_set_events_missed(struct sqcq_scsi *s, bool missed);
-bool sqcq_scsi_get_events_missed(struct sqcq_scsi *s);
-void sqcq_scsi_show_targets(struct seq_file *m, struct sqcq_scsi *s);
+void vhost_scsi_drop_endpoint(struct vhost_scsi *s);
+u32 vhost_scsi_cmd_one(struct vhost_vq *vq, struct vhost_req *req);
+u32 vhost_scsi_tmf_one(struct vhost_vq *vq, struct vhost_req *req,
+		       const struct virtio_scsi_ctrl_tmf_req *tmf);
+void vhost_scsi_complete_vq(struct vhost_vq *vq);
+void vhost_scsi_handle_evt(struct vhost_vq *vq);
+void vhost_scsi_set_events_missed(struct vhost_scsi *s, bool missed);
+bool vhost_scsi_get_events_missed(struct vhost_scsi *s);
+void vhost_scsi_show_targets(struct seq_file *m, struct vhost_scsi *s);
 
 #endif /* SQCQ_SCSI_H */

@@ -16,7 +16,7 @@
  *   request  parse the virtio_scsi_cmd_req (any descriptor layout), look
  *            the target up, pin the data buffers (pin_user_pages_fast) into
  *            a scatterlist (COMPARE AND WRITE: copy its data-out, see
- *            sqcq_cmd_bounce()) and hand the command to the target core;
+ *            vhost_scsi_cmd_bounce()) and hand the command to the target core;
  *   finish   the core calls queue_data_in/queue_status (or aborted_task)
  *            and then, once nothing refers to the command any more,
  *            release_cmd; release_cmd queues the command on its queue's
@@ -38,8 +38,6 @@
  * touches a ring; a command whose ring was stopped or restarted since it
  * was popped is freed without touching the ring.
  */
-#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
-
 #include <linux/configfs.h>
 #include <linux/ctype.h>
 #include <linux/list.h>
@@ -55,7 +53,6 @@
 #include <target/target_core_base.h>
 #include <target/target_core_fabric.h>
 
-#include "sqcq_compat.h"
 #include "sqcq_scsi.h"
 
 /* Longest WWPN: it must fit vhost_scsi_target.vhost_wwpn with its NUL. */
@@ -69,45 +66,45 @@
  */
 #define SQCQ_CAW_MAX_BYTES	(2 * 4096u)
 
-struct sqcq_tport {
+struct vhost_scsi_tport {
 	u8 proto_id;			/* SCSI_PROTOCOL_* */
 	char name[SQCQ_WWPN_MAX + 1];
 	struct se_wwn wwn;
 };
 
-struct sqcq_nexus {
+struct vhost_scsi_nexus {
 	struct se_session *se_sess;
 };
 
-struct sqcq_tpg {
+struct vhost_scsi_tpg {
 	u16 tpgt;
-	struct sqcq_tport *tport;
+	struct vhost_scsi_tport *tport;
 	struct se_portal_group se_tpg;
-	struct list_head node;		/* sqcq_tpg_list */
-	/* The rest: sqcq_tcm_mutex. */
-	struct sqcq_nexus *nexus;
+	struct list_head node;		/* vhost_scsi_tpg_list */
+	/* The rest: vhost_scsi_mutex. */
+	struct vhost_scsi_nexus *nexus;
 	char nexus_name[SQCQ_WWPN_MAX + 1];
 	/*
 	 * LUN link and unlink run with configfs' directory locks held, and
-	 * binding takes those (target_depend_item()) under sqcq_tcm_mutex:
+	 * binding takes those (target_depend_item()) under vhost_scsi_mutex:
 	 * so link/unlink take only port_lock, which guards port_count and
-	 * is held (inside sqcq_tcm_mutex) whenever vs changes.
+	 * is held (inside vhost_scsi_mutex) whenever vs changes.
 	 */
 	struct mutex port_lock;
 	unsigned int port_count;	/* linked LUNs */
-	struct sqcq_scsi *vs;		/* bound device, NULL: none */
+	struct vhost_scsi *vs;		/* bound device, NULL: none */
 };
 
-struct sqcq_evt {
+struct vhost_scsi_evt {
 	struct list_head node;
 	struct virtio_scsi_event ev;
 };
 
 /* One request handed to the target core (a command or a TMF). */
-struct sqcq_cmd {
+struct vhost_scsi_cmd {
 	struct se_cmd se_cmd;
-	struct sqcq_scsi *s;
-	struct sqcq_vq *vq;
+	struct vhost_scsi *s;
+	struct vhost_vq *vq;
 	struct llist_node done_node;
 	u32 gen;			/* vq->start_gen when popped */
 	u16 head;
@@ -126,7 +123,7 @@ struct sqcq_cmd {
 	/*
 	 * COMPARE AND WRITE: the target core's execute and completion
 	 * handlers, held back by write_pending until the command runs (see
-	 * sqcq_tcm_write_pending()).
+	 * vhost_scsi_write_pending()).
 	 */
 	sense_reason_t (*caw_execute)(struct se_cmd *se_cmd);
 	sense_reason_t (*caw_complete)(struct se_cmd *se_cmd, bool success,
@@ -137,20 +134,20 @@ struct sqcq_cmd {
 	struct iovec resp_iov[];	/* where the response header goes */
 };
 
-static DEFINE_MUTEX(sqcq_tcm_mutex);
+static DEFINE_MUTEX(vhost_scsi_mutex);
 /* A TPG claimed by a SET_ENDPOINT that then failed is free again. */
-static DECLARE_WAIT_QUEUE_HEAD(sqcq_unclaim_wq);
-static LIST_HEAD(sqcq_tpg_list);
-static struct target_core_fabric_ops sqcq_tcm_ops;
+static DECLARE_WAIT_QUEUE_HEAD(vhost_scsi_unclaim_wq);
+static LIST_HEAD(vhost_scsi_tpg_list);
+static struct target_core_fabric_ops vhost_scsi_ops;
 
-static struct sqcq_scsi *sqcq_vq_scsi(struct sqcq_vq *vq)
+static struct vhost_scsi *vhost_vq_scsi(struct vhost_vq *vq)
 {
-	return container_of(vq->dev, struct sqcq_scsi, vdev);
+	return container_of(vq->dev, struct vhost_scsi, vdev);
 }
 
-static struct sqcq_cmd *sqcq_se_cmd(struct se_cmd *se_cmd)
+static struct vhost_scsi_cmd *vhost_scsi_se_cmd(struct se_cmd *se_cmd)
 {
-	return container_of(se_cmd, struct sqcq_cmd, se_cmd);
+	return container_of(se_cmd, struct vhost_scsi_cmd, se_cmd);
 }
 
 /* ------------------------------------------------------------------ */
@@ -158,23 +155,23 @@ static struct sqcq_cmd *sqcq_se_cmd(struct se_cmd *se_cmd)
 /* ------------------------------------------------------------------ */
 
 /* A virtio_scsi_cmd_resp with only @response set, cut to what fits. */
-static u32 sqcq_cmd_reply(struct sqcq_req *req, u8 response)
+static u32 vhost_scsi_cmd_reply(struct vhost_req *req, u8 response)
 {
 	struct virtio_scsi_cmd_resp resp = { .response = response };
 
-	return sqcq_req_copy_to(req, 0, &resp, min(req->in_len, sizeof(resp)));
+	return vhost_req_copy_to(req, 0, &resp, min(req->in_len, sizeof(resp)));
 }
 
-static u32 sqcq_cmd_reject(struct sqcq_vq *vq, struct sqcq_req *req,
-			   u8 response, const char *why)
+static u32 vhost_scsi_cmd_reject(struct vhost_vq *vq, struct vhost_req *req,
+				 u8 response, const char *why)
 {
 	pr_warn_ratelimited("dev%d vq %u: command rejected: %s\n",
-			    sqcq_vq_scsi(vq)->id, vq->index, why);
-	return sqcq_cmd_reply(req, response);
+			    vhost_vq_scsi(vq)->id, vq->index, why);
+	return vhost_scsi_cmd_reply(req, response);
 }
 
 /* CHECK CONDITION, ILLEGAL REQUEST, INVALID FIELD IN CDB (fixed format). */
-static u32 sqcq_cmd_invalid_field(struct sqcq_req *req)
+static u32 vhost_scsi_cmd_invalid_field(struct vhost_req *req)
 {
 	struct virtio_scsi_cmd_resp resp = {
 		.response = VIRTIO_SCSI_S_OK,
@@ -186,24 +183,24 @@ static u32 sqcq_cmd_invalid_field(struct sqcq_req *req)
 	resp.sense[2] = ILLEGAL_REQUEST;
 	resp.sense[7] = 10;		/* additional sense length */
 	resp.sense[12] = 0x24;		/* INVALID FIELD IN CDB */
-	return sqcq_req_copy_to(req, 0, &resp, min(req->in_len, sizeof(resp)));
+	return vhost_req_copy_to(req, 0, &resp, min(req->in_len, sizeof(resp)));
 }
 
 /* The same for a command whose buffers contradict its CDB. */
-static u32 sqcq_cmd_bad_cdb(struct sqcq_vq *vq, struct sqcq_req *req,
-			    u8 opcode)
+static u32 vhost_scsi_cmd_bad_cdb(struct vhost_vq *vq, struct vhost_req *req,
+				  u8 opcode)
 {
-	atomic64_inc(&sqcq_vq_scsi(vq)->stat_bad_dir);
+	atomic64_inc(&vhost_vq_scsi(vq)->stat_bad_dir);
 	pr_warn_ratelimited("dev%d vq %u: opcode 0x%02x with data buffers of the wrong direction, CHECK CONDITION\n",
-			    sqcq_vq_scsi(vq)->id, vq->index, opcode);
-	return sqcq_cmd_invalid_field(req);
+			    vhost_vq_scsi(vq)->id, vq->index, opcode);
+	return vhost_scsi_cmd_invalid_field(req);
 }
 
 /* ATA pass-through (SAT): data either way, only for a passthrough backstore. */
 #define SQCQ_ATA_12		0xa1
 #define SQCQ_ATA_16		0x85
 
-enum sqcq_dir_rule {
+enum vhost_scsi_dir_rule {
 	SQCQ_DIR_IN,		/* no data, or device-writable buffers only */
 	SQCQ_DIR_OUT,		/* no data, or device-readable buffers only */
 	SQCQ_DIR_EITHER,
@@ -215,7 +212,7 @@ enum sqcq_dir_rule {
  * Everything else (the emulated commands above all) may write the data
  * buffers and so must get device-writable ones.
  */
-static enum sqcq_dir_rule sqcq_cdb_dir(u8 opcode)
+static enum vhost_scsi_dir_rule vhost_scsi_cdb_dir(u8 opcode)
 {
 	switch (opcode) {
 	case WRITE_6:
@@ -257,9 +254,9 @@ static enum sqcq_dir_rule sqcq_cdb_dir(u8 opcode)
 	}
 }
 
-static bool sqcq_cdb_dir_ok(u8 opcode, size_t dout, size_t din)
+static bool vhost_scsi_cdb_dir_ok(u8 opcode, size_t dout, size_t din)
 {
-	switch (sqcq_cdb_dir(opcode)) {
+	switch (vhost_scsi_cdb_dir(opcode)) {
 	case SQCQ_DIR_IN:
 		return !dout;
 	case SQCQ_DIR_OUT:
@@ -273,7 +270,7 @@ static bool sqcq_cdb_dir_ok(u8 opcode, size_t dout, size_t din)
  * virtio-scsi single-level LUN: byte 0 is 1, byte 1 the target, bytes 2-3
  * the LUN in flat space (0x40 marker).  Returns the target or -1.
  */
-static int sqcq_lun_decode(const u8 lun[8], u64 *unpacked)
+static int vhost_scsi_lun_decode(const u8 lun[8], u64 *unpacked)
 {
 	if (lun[0] != 1)
 		return -1;
@@ -281,19 +278,26 @@ static int sqcq_lun_decode(const u8 lun[8], u64 *unpacked)
 	return lun[1];
 }
 
-static void sqcq_lun_encode(u8 lun[8], u16 target, u64 unpacked)
+/*
+ * The LUN of an event, as QEMU and the in-tree vhost_scsi encode it and
+ * Linux guests read it ((lun[2] << 8) | lun[3], unmasked): single level
+ * below 256, flat space addressing (0x40) from 256 on.  Requests may use
+ * either form (vhost_scsi_lun_decode() masks the 0x40).
+ */
+static void vhost_scsi_lun_encode(u8 lun[8], u16 target, u64 unpacked)
 {
 	memset(lun, 0, 8);
 	lun[0] = 1;
 	lun[1] = target;
-	lun[2] = 0x40 | ((unpacked >> 8) & 0x3f);
+	if (unpacked >= 256)
+		lun[2] = 0x40 | ((unpacked >> 8) & 0x3f);
 	lun[3] = unpacked & 0xff;
 }
 
 /* The session of target @target of @s, or NULL.  ep_rwsem held. */
-static struct se_session *sqcq_target_sess(struct sqcq_scsi *s, int target)
+static struct se_session *vhost_scsi_target_sess(struct vhost_scsi *s, int target)
 {
-	struct sqcq_tpg *tpg;
+	struct vhost_scsi_tpg *tpg;
 
 	lockdep_assert_held(&s->ep_rwsem);
 	if (target < 0 || target >= SQCQ_MAX_TARGETS)
@@ -313,8 +317,8 @@ static struct se_session *sqcq_target_sess(struct sqcq_scsi *s, int target)
  * Visit the segments of @iov[0..cnt) after the first @skip bytes: calls
  * @fn for each (user address, length) piece.
  */
-static int sqcq_iov_walk(const struct iovec *iov, unsigned int cnt,
-			 size_t skip,
+static int vhost_iov_walk(const struct iovec *iov, unsigned int cnt,
+			  size_t skip,
 			 int (*fn)(void *arg, unsigned long ua, size_t len),
 			 void *arg)
 {
@@ -337,7 +341,7 @@ static int sqcq_iov_walk(const struct iovec *iov, unsigned int cnt,
 	return 0;
 }
 
-static int sqcq_count_pages(void *arg, unsigned long ua, size_t len)
+static int vhost_count_pages(void *arg, unsigned long ua, size_t len)
 {
 	u64 *n = arg;
 
@@ -345,9 +349,9 @@ static int sqcq_count_pages(void *arg, unsigned long ua, size_t len)
 	return *n > SQCQ_MAX_SG_PAGES ? -E2BIG : 0;
 }
 
-static int sqcq_pin_segment(void *arg, unsigned long ua, size_t len)
+static int vhost_pin_segment(void *arg, unsigned long ua, size_t len)
 {
-	struct sqcq_cmd *cmd = arg;
+	struct vhost_scsi_cmd *cmd = arg;
 	unsigned int off = ua & ~PAGE_MASK;
 	int n = DIV_ROUND_UP(off + len, PAGE_SIZE);
 	struct page **pages = cmd->pages + cmd->npages;
@@ -382,8 +386,8 @@ static int sqcq_pin_segment(void *arg, unsigned long ua, size_t len)
  * blocks: SQCQ_CAW_MAX_BYTES) is copied into one page-aligned, physically
  * contiguous buffer, handed over as a single entry.
  */
-static int sqcq_cmd_bounce(struct sqcq_cmd *cmd, struct sqcq_req *req,
-			   size_t hdr_len)
+static int vhost_scsi_cmd_bounce(struct vhost_scsi_cmd *cmd, struct vhost_req *req,
+				 size_t hdr_len)
 {
 	struct iov_iter it;
 
@@ -404,8 +408,8 @@ static int sqcq_cmd_bounce(struct sqcq_cmd *cmd, struct sqcq_req *req,
 }
 
 /* Pin the data part of @req into cmd->sgl. */
-static int sqcq_cmd_map(struct sqcq_cmd *cmd, struct sqcq_req *req,
-			size_t hdr_len)
+static int vhost_scsi_cmd_map(struct vhost_scsi_cmd *cmd, struct vhost_req *req,
+			      size_t hdr_len)
 {
 	const struct iovec *iov = cmd->data_in ? req->iov + req->out_cnt :
 						 req->iov;
@@ -414,8 +418,8 @@ static int sqcq_cmd_map(struct sqcq_cmd *cmd, struct sqcq_req *req,
 	int ret;
 
 	if (cmd->cdb[0] == COMPARE_AND_WRITE)
-		return sqcq_cmd_bounce(cmd, req, hdr_len);
-	ret = sqcq_iov_walk(iov, cnt, hdr_len, sqcq_count_pages, &npages);
+		return vhost_scsi_cmd_bounce(cmd, req, hdr_len);
+	ret = vhost_iov_walk(iov, cnt, hdr_len, vhost_count_pages, &npages);
 	if (ret)
 		return ret;
 	cmd->pages = kvmalloc_array(npages, sizeof(*cmd->pages),
@@ -425,15 +429,15 @@ static int sqcq_cmd_map(struct sqcq_cmd *cmd, struct sqcq_req *req,
 	if (!cmd->pages || !cmd->sgl)
 		return -ENOMEM;
 	sg_init_table(cmd->sgl, npages);
-	ret = sqcq_iov_walk(iov, cnt, hdr_len, sqcq_pin_segment, cmd);
+	ret = vhost_iov_walk(iov, cnt, hdr_len, vhost_pin_segment, cmd);
 	cmd->nsg = cmd->npages;
 	return ret;
 }
 
 /* Free a command the target core no longer knows (worker context). */
-static void sqcq_cmd_free(struct sqcq_cmd *cmd)
+static void vhost_scsi_cmd_free(struct vhost_scsi_cmd *cmd)
 {
-	struct sqcq_scsi *s = cmd->s;
+	struct vhost_scsi *s = cmd->s;
 
 	lockdep_assert_held(&cmd->vq->mutex);
 	s->vq_inflight[cmd->vq->index]--;
@@ -447,7 +451,7 @@ static void sqcq_cmd_free(struct sqcq_cmd *cmd)
 	kfree(cmd);
 	/*
 	 * Full barrier (atomic RMW with a result) before the wakeup; pairs
-	 * with wait_event() in sqcq_scsi_drop_endpoint().  The device cannot
+	 * with wait_event() in vhost_scsi_drop_endpoint().  The device cannot
 	 * go away under us: its release waits for the count and then stops
 	 * this worker.
 	 */
@@ -459,12 +463,12 @@ static void sqcq_cmd_free(struct sqcq_cmd *cmd)
  * A command struct for @req whose response header (@resp_len bytes at the
  * start of the writable part) is remembered for later.
  */
-static struct sqcq_cmd *sqcq_cmd_alloc(struct sqcq_vq *vq,
-				       struct sqcq_req *req, size_t resp_len)
+static struct vhost_scsi_cmd *vhost_scsi_cmd_alloc(struct vhost_vq *vq,
+						   struct vhost_req *req, size_t resp_len)
 {
 	const struct iovec *in = req->iov + req->out_cnt;
-	struct sqcq_scsi *s = sqcq_vq_scsi(vq);
-	struct sqcq_cmd *cmd;
+	struct vhost_scsi *s = vhost_vq_scsi(vq);
+	struct vhost_scsi_cmd *cmd;
 	unsigned int k;
 	size_t have = 0;
 
@@ -490,7 +494,7 @@ static struct sqcq_cmd *sqcq_cmd_alloc(struct sqcq_vq *vq,
 	memcpy(cmd->resp_iov, in, k * sizeof(*in));
 	cmd->resp_cnt = k;
 	cmd->resp_len = resp_len;
-	cmd->s = sqcq_vq_scsi(vq);
+	cmd->s = vhost_vq_scsi(vq);
 	cmd->vq = vq;
 	cmd->head = req->head;
 	cmd->gen = vq->start_gen;
@@ -498,7 +502,7 @@ static struct sqcq_cmd *sqcq_cmd_alloc(struct sqcq_vq *vq,
 	return cmd;
 }
 
-static int sqcq_tcm_task_attr(u8 attr)
+static int vhost_scsi_task_attr(u8 attr)
 {
 	switch (attr) {
 	case VIRTIO_SCSI_S_ORDERED:
@@ -517,41 +521,17 @@ static int sqcq_tcm_task_attr(u8 attr)
  * it (the caller answers and frees it); 0 when it did: from then on it ends
  * in release_cmd, also when the core failed it at once.
  */
-static int sqcq_cmd_submit(struct sqcq_cmd *cmd, struct se_session *sess,
-			   u64 lun, int attr)
+static int vhost_scsi_cmd_submit(struct vhost_scsi_cmd *cmd, struct se_session *sess,
+				 u64 lun, int attr)
 {
 	struct se_cmd *se = &cmd->se_cmd;
 	enum dma_data_direction dir = DMA_NONE;
 	struct scatterlist *sgl = cmd->nsg ? cmd->sgl : NULL;
-	int ret;
 
 	if (cmd->data_len)
 		dir = cmd->data_in ? DMA_FROM_DEVICE : DMA_TO_DEVICE;
-#ifndef SQCQ_HAVE_TARGET_SUBMIT_PREP
-	/* 5.10: one call; < 0 only when the session is shutting down. */
-	ret = target_submit_cmd_map_sgls(se, sess, cmd->cdb, cmd->sense, lun,
-					 cmd->data_len, attr, dir,
-					 TARGET_SCF_ACK_KREF, sgl, cmd->nsg,
-					 NULL, 0, NULL, 0);
-	return ret < 0 ? ret : 0;
-#else
-	ret = target_init_cmd(se, sess, cmd->sense, lun, cmd->data_len, attr,
-			      dir, TARGET_SCF_ACK_KREF);
-	if (ret < 0)
-		return ret;
-	/* On failure the core has already answered through queue_status. */
-	if (target_submit_prep(se, cmd->cdb, sgl, cmd->nsg, NULL, 0, NULL,
-			       0, GFP_KERNEL))
-		return 0;
-#if defined(SQCQ_HAVE_TARGET_QUEUE_SUBMISSION)
-	/* 6.1: target_submit() would run the backend in this worker. */
-	target_queue_submission(se);
-#else
-	/* 6.12+: queued per default_submit_type (TARGET_QUEUE_SUBMIT). */
-	target_submit(se);
-#endif
-	return 0;
-#endif
+	return sqcq_target_submit(se, sess, cmd->cdb, cmd->sense, lun,
+				  cmd->data_len, attr, dir, sgl, cmd->nsg);
 }
 
 /*
@@ -559,14 +539,14 @@ static int sqcq_cmd_submit(struct sqcq_cmd *cmd, struct se_session *sess,
  * read-held).  Returns the bytes written for a request answered at once,
  * or SQCQ_REQ_ASYNC for one handed to the target core.
  */
-u32 sqcq_scsi_cmd_one(struct sqcq_vq *vq, struct sqcq_req *req)
+u32 vhost_scsi_cmd_one(struct vhost_vq *vq, struct vhost_req *req)
 {
-	struct sqcq_scsi *s = sqcq_vq_scsi(vq);
+	struct vhost_scsi *s = vhost_vq_scsi(vq);
 	const size_t hdr = sizeof(struct virtio_scsi_cmd_req);
 	const size_t rsp = sizeof(struct virtio_scsi_cmd_resp);
 	struct virtio_scsi_cmd_req vreq;
 	struct se_session *sess;
-	struct sqcq_cmd *cmd;
+	struct vhost_scsi_cmd *cmd;
 	size_t dout, din;
 	u64 lun = 0;
 	int ret;
@@ -575,47 +555,47 @@ u32 sqcq_scsi_cmd_one(struct sqcq_vq *vq, struct sqcq_req *req)
 	lockdep_assert_held(&s->ep_rwsem);
 
 	if (req->out_len < hdr || req->in_len < rsp ||
-	    sqcq_req_copy_from(req, &vreq, hdr) != hdr)
-		return sqcq_cmd_reject(vq, req, VIRTIO_SCSI_S_FAILURE,
+	    vhost_req_copy_from(req, &vreq, hdr) != hdr)
+		return vhost_scsi_cmd_reject(vq, req, VIRTIO_SCSI_S_FAILURE,
 				       "request or response header too short");
-	sess = sqcq_target_sess(s, sqcq_lun_decode(vreq.lun, &lun));
+	sess = vhost_scsi_target_sess(s, vhost_scsi_lun_decode(vreq.lun, &lun));
 	if (!sess) {
 		atomic64_inc(&s->stat_bad_target);
-		return sqcq_cmd_reply(req, VIRTIO_SCSI_S_BAD_TARGET);
+		return vhost_scsi_cmd_reply(req, VIRTIO_SCSI_S_BAD_TARGET);
 	}
 	if (scsi_command_size(vreq.cdb) > VIRTIO_SCSI_CDB_SIZE)
-		return sqcq_cmd_reject(vq, req, VIRTIO_SCSI_S_FAILURE,
+		return vhost_scsi_cmd_reject(vq, req, VIRTIO_SCSI_S_FAILURE,
 				       "CDB longer than 32 bytes");
 	dout = req->out_len - hdr;
 	din = req->in_len - rsp;
 	if (dout && din)
-		return sqcq_cmd_reject(vq, req, VIRTIO_SCSI_S_FAILURE,
+		return vhost_scsi_cmd_reject(vq, req, VIRTIO_SCSI_S_FAILURE,
 				       "bidirectional commands are not supported");
 	if (dout + din > (size_t)SQCQ_MAX_SG_PAGES * PAGE_SIZE)
-		return sqcq_cmd_reject(vq, req, VIRTIO_SCSI_S_OVERRUN,
+		return vhost_scsi_cmd_reject(vq, req, VIRTIO_SCSI_S_OVERRUN,
 				       "data longer than the transfer limit");
-	if (!sqcq_cdb_dir_ok(vreq.cdb[0], dout, din))
-		return sqcq_cmd_bad_cdb(vq, req, vreq.cdb[0]);
-	/* More than the core accepts; it is copied (sqcq_cmd_bounce()). */
+	if (!vhost_scsi_cdb_dir_ok(vreq.cdb[0], dout, din))
+		return vhost_scsi_cmd_bad_cdb(vq, req, vreq.cdb[0]);
+	/* More than the core accepts; it is copied (vhost_scsi_cmd_bounce()). */
 	if (vreq.cdb[0] == COMPARE_AND_WRITE && dout > SQCQ_CAW_MAX_BYTES) {
 		pr_warn_ratelimited("dev%d vq %u: COMPARE AND WRITE with %zu bytes of data-out, CHECK CONDITION\n",
 				    s->id, vq->index, dout);
-		return sqcq_cmd_invalid_field(req);
+		return vhost_scsi_cmd_invalid_field(req);
 	}
 
-	cmd = sqcq_cmd_alloc(vq, req, rsp);
+	cmd = vhost_scsi_cmd_alloc(vq, req, rsp);
 	if (!cmd)
-		return sqcq_cmd_reply(req, VIRTIO_SCSI_S_BUSY);
+		return vhost_scsi_cmd_reply(req, VIRTIO_SCSI_S_BUSY);
 	memcpy(cmd->cdb, vreq.cdb, sizeof(cmd->cdb));
 	cmd->data_in = din;
 	cmd->data_len = dout + din;
 	if (cmd->data_len) {
-		ret = sqcq_cmd_map(cmd, req, cmd->data_in ? rsp : hdr);
+		ret = vhost_scsi_cmd_map(cmd, req, cmd->data_in ? rsp : hdr);
 		if (ret) {
-			sqcq_cmd_free(cmd);
+			vhost_scsi_cmd_free(cmd);
 			if (ret == -ENOMEM)
-				return sqcq_cmd_reply(req, VIRTIO_SCSI_S_BUSY);
-			return sqcq_cmd_reject(vq, req, ret == -E2BIG ?
+				return vhost_scsi_cmd_reply(req, VIRTIO_SCSI_S_BUSY);
+			return vhost_scsi_cmd_reject(vq, req, ret == -E2BIG ?
 					       VIRTIO_SCSI_S_OVERRUN :
 					       VIRTIO_SCSI_S_FAILURE,
 					       ret == -E2BIG ?
@@ -625,11 +605,11 @@ u32 sqcq_scsi_cmd_one(struct sqcq_vq *vq, struct sqcq_req *req)
 	}
 	/* The guest's tag, so ABORT_TASK can find the command. */
 	cmd->se_cmd.tag = le64_to_cpu((__force __le64)vreq.tag);
-	ret = sqcq_cmd_submit(cmd, sess, lun,
-			      sqcq_tcm_task_attr(vreq.task_attr));
+	ret = vhost_scsi_cmd_submit(cmd, sess, lun,
+				    vhost_scsi_task_attr(vreq.task_attr));
 	if (ret < 0) {
-		sqcq_cmd_free(cmd);
-		return sqcq_cmd_reply(req, VIRTIO_SCSI_S_BUSY);
+		vhost_scsi_cmd_free(cmd);
+		return vhost_scsi_cmd_reply(req, VIRTIO_SCSI_S_BUSY);
 	}
 	return SQCQ_REQ_ASYNC;
 }
@@ -638,11 +618,11 @@ u32 sqcq_scsi_cmd_one(struct sqcq_vq *vq, struct sqcq_req *req)
 /* Task management                                                     */
 /* ------------------------------------------------------------------ */
 
-static u32 sqcq_tmf_reply(struct sqcq_req *req, u8 response)
+static u32 vhost_scsi_tmf_reply(struct vhost_req *req, u8 response)
 {
 	struct virtio_scsi_ctrl_tmf_resp resp = { .response = response };
 
-	return sqcq_req_copy_to(req, 0, &resp, sizeof(resp));
+	return vhost_req_copy_to(req, 0, &resp, sizeof(resp));
 }
 
 /*
@@ -650,12 +630,12 @@ static u32 sqcq_tmf_reply(struct sqcq_req *req, u8 response)
  * the caller checked the sizes).  LUN reset and abort task go to the
  * target core; the other functions are rejected, as the spec allows.
  */
-u32 sqcq_scsi_tmf_one(struct sqcq_vq *vq, struct sqcq_req *req,
-		      const struct virtio_scsi_ctrl_tmf_req *tmf)
+u32 vhost_scsi_tmf_one(struct vhost_vq *vq, struct vhost_req *req,
+		       const struct virtio_scsi_ctrl_tmf_req *tmf)
 {
-	struct sqcq_scsi *s = sqcq_vq_scsi(vq);
+	struct vhost_scsi *s = vhost_vq_scsi(vq);
 	struct se_session *sess;
-	struct sqcq_cmd *cmd;
+	struct vhost_scsi_cmd *cmd;
 	u8 tm_type;
 	u64 lun = 0;
 	int ret;
@@ -671,15 +651,15 @@ u32 sqcq_scsi_tmf_one(struct sqcq_vq *vq, struct sqcq_req *req,
 		tm_type = TMR_ABORT_TASK;
 		break;
 	default:
-		return sqcq_tmf_reply(req, VIRTIO_SCSI_S_FUNCTION_REJECTED);
+		return vhost_scsi_tmf_reply(req, VIRTIO_SCSI_S_FUNCTION_REJECTED);
 	}
-	sess = sqcq_target_sess(s, sqcq_lun_decode(tmf->lun, &lun));
+	sess = vhost_scsi_target_sess(s, vhost_scsi_lun_decode(tmf->lun, &lun));
 	if (!sess)
-		return sqcq_tmf_reply(req, VIRTIO_SCSI_S_BAD_TARGET);
+		return vhost_scsi_tmf_reply(req, VIRTIO_SCSI_S_BAD_TARGET);
 
-	cmd = sqcq_cmd_alloc(vq, req, sizeof(struct virtio_scsi_ctrl_tmf_resp));
+	cmd = vhost_scsi_cmd_alloc(vq, req, sizeof(struct virtio_scsi_ctrl_tmf_resp));
 	if (!cmd)
-		return sqcq_tmf_reply(req, VIRTIO_SCSI_S_BUSY);
+		return vhost_scsi_tmf_reply(req, VIRTIO_SCSI_S_BUSY);
 	cmd->tmf = true;
 	cmd->tmf_response = VIRTIO_SCSI_S_FUNCTION_REJECTED;
 	ret = target_submit_tmr(&cmd->se_cmd, sess, cmd->sense, lun, NULL,
@@ -687,13 +667,13 @@ u32 sqcq_scsi_tmf_one(struct sqcq_vq *vq, struct sqcq_req *req,
 				le64_to_cpu((__force __le64)tmf->tag),
 				TARGET_SCF_ACK_KREF);
 	if (ret < 0) {
-		sqcq_cmd_free(cmd);
-		return sqcq_tmf_reply(req, VIRTIO_SCSI_S_FUNCTION_REJECTED);
+		vhost_scsi_cmd_free(cmd);
+		return vhost_scsi_tmf_reply(req, VIRTIO_SCSI_S_FUNCTION_REJECTED);
 	}
 	return SQCQ_REQ_ASYNC;
 }
 
-static u8 sqcq_tmr_to_virtio(u8 tmr_response)
+static u8 vhost_scsi_tmr_to_virtio(u8 tmr_response)
 {
 	switch (tmr_response) {
 	case TMR_FUNCTION_COMPLETE:
@@ -711,9 +691,9 @@ static u8 sqcq_tmr_to_virtio(u8 tmr_response)
 /* ------------------------------------------------------------------ */
 
 /* Bytes of the used entry: response header plus data actually read. */
-static u32 sqcq_cmd_write_resp(struct sqcq_cmd *cmd)
+static u32 vhost_scsi_cmd_write_resp(struct vhost_scsi_cmd *cmd)
 {
-	struct sqcq_req where = {
+	struct vhost_req where = {
 		.iov = cmd->resp_iov,
 		.in_cnt = cmd->resp_cnt,
 		.in_len = cmd->resp_len,
@@ -727,7 +707,7 @@ static u32 sqcq_cmd_write_resp(struct sqcq_cmd *cmd)
 			.response = cmd->tmf_response,
 		};
 
-		return sqcq_req_copy_to(&where, 0, &tr, sizeof(tr));
+		return vhost_req_copy_to(&where, 0, &tr, sizeof(tr));
 	}
 	if (cmd->aborted) {
 		resp.response = VIRTIO_SCSI_S_ABORTED;
@@ -743,7 +723,7 @@ static u32 sqcq_cmd_write_resp(struct sqcq_cmd *cmd)
 			     min(sizeof(resp.sense), sizeof(cmd->sense))));
 		resp.response = VIRTIO_SCSI_S_OK;
 	}
-	len = sqcq_req_copy_to(&where, 0, &resp, sizeof(resp));
+	len = vhost_req_copy_to(&where, 0, &resp, sizeof(resp));
 	/* Data only when the core sent it (not with a CHECK CONDITION). */
 	if (cmd->data_in && cmd->data_sent && !cmd->aborted &&
 	    resid < cmd->data_len)
@@ -755,11 +735,11 @@ static u32 sqcq_cmd_write_resp(struct sqcq_cmd *cmd)
  * Finish the commands of @vq the target core released (worker, vq->mutex
  * held).  Called for stopped rings too, to free their commands.
  */
-static unsigned int sqcq_complete_one_vq(struct sqcq_vq *vq)
+static unsigned int vhost_sqcq_complete_one_vq(struct vhost_vq *vq)
 {
-	struct sqcq_scsi *s = sqcq_vq_scsi(vq);
+	struct vhost_scsi *s = vhost_vq_scsi(vq);
 	struct llist_node *list = llist_del_all(&s->done[vq->index]);
-	struct sqcq_cmd *cmd, *tmp;
+	struct vhost_scsi_cmd *cmd, *tmp;
 	unsigned int pushed = 0, n = 0;
 
 	lockdep_assert_held(&vq->mutex);
@@ -767,21 +747,21 @@ static unsigned int sqcq_complete_one_vq(struct sqcq_vq *vq)
 	list = llist_reverse_order(list);
 	llist_for_each_entry_safe(cmd, tmp, list, done_node) {
 		if (vq->running && !vq->broken && cmd->gen == vq->start_gen &&
-		    !sqcq_vq_push_used(vq, cmd->head, sqcq_cmd_write_resp(cmd)))
+		    !vhost_vq_push_used(vq, cmd->head, vhost_scsi_cmd_write_resp(cmd)))
 			pushed++;
-		sqcq_cmd_free(cmd);
+		vhost_scsi_cmd_free(cmd);
 		/* Up to a ring's worth (32768) of unpinning: take breaks. */
 		if (!(++n % SQCQ_VQ_WEIGHT))
 			cond_resched();
 	}
 	if (pushed && !vq->broken)
-		sqcq_vq_notify(vq);
+		vhost_vq_notify(vq);
 	return pushed;
 }
 
-void sqcq_scsi_complete_vq(struct sqcq_vq *vq)
+void vhost_scsi_complete_vq(struct vhost_vq *vq)
 {
-	struct sqcq_scsi *s = sqcq_vq_scsi(vq);
+	struct vhost_scsi *s = vhost_vq_scsi(vq);
 	unsigned int i;
 
 	if (vq->index == SQCQ_CTRL_VQ && !llist_empty(&s->done[vq->index])) {
@@ -794,91 +774,91 @@ void sqcq_scsi_complete_vq(struct sqcq_vq *vq)
 		 * nobody else holds two queue mutexes.
 		 */
 		for (i = SQCQ_FIRST_REQ_VQ; i < s->vdev.nvqs; i++) {
-			struct sqcq_vq *rq = &s->vdev.vqs[i];
+			struct vhost_vq *rq = &s->vdev.vqs[i];
 
 			if (llist_empty(&s->done[i]))
 				continue;
 			mutex_lock_nested(&rq->mutex, 1);
-			sqcq_complete_one_vq(rq);
+			vhost_sqcq_complete_one_vq(rq);
 			mutex_unlock(&rq->mutex);
 		}
 	}
-	sqcq_complete_one_vq(vq);
+	vhost_sqcq_complete_one_vq(vq);
 }
 
 /* ---- target core callbacks ---- */
 
-static int sqcq_tcm_queue_status(struct se_cmd *se_cmd)
+static int vhost_scsi_queue_status(struct se_cmd *se_cmd)
 {
 	/* The answer is written when the last reference goes (release). */
 	transport_generic_free_cmd(se_cmd, 0);
 	return 0;
 }
 
-static int sqcq_tcm_queue_data_in(struct se_cmd *se_cmd)
+static int vhost_scsi_queue_data_in(struct se_cmd *se_cmd)
 {
 	/* Read data is in the guest's buffers; status follows with it. */
-	sqcq_se_cmd(se_cmd)->data_sent = true;
+	vhost_scsi_se_cmd(se_cmd)->data_sent = true;
 	transport_generic_free_cmd(se_cmd, 0);
 	return 0;
 }
 
-static void sqcq_tcm_queue_tm_rsp(struct se_cmd *se_cmd)
+static void vhost_scsi_queue_tm_rsp(struct se_cmd *se_cmd)
 {
-	struct sqcq_cmd *cmd = sqcq_se_cmd(se_cmd);
+	struct vhost_scsi_cmd *cmd = vhost_scsi_se_cmd(se_cmd);
 
 	/* se_tmr_req is freed before release_cmd: keep the answer. */
-	cmd->tmf_response = sqcq_tmr_to_virtio(se_cmd->se_tmr_req->response);
+	cmd->tmf_response = vhost_scsi_tmr_to_virtio(se_cmd->se_tmr_req->response);
 	transport_generic_free_cmd(se_cmd, 0);
 }
 
-static void sqcq_tcm_aborted_task(struct se_cmd *se_cmd)
+static void vhost_scsi_aborted_task(struct se_cmd *se_cmd)
 {
 	/* The core drops its references next; release_cmd answers ABORTED. */
-	sqcq_se_cmd(se_cmd)->aborted = true;
+	vhost_scsi_se_cmd(se_cmd)->aborted = true;
 }
 
-static void sqcq_tcm_release_cmd(struct se_cmd *se_cmd)
+static void vhost_scsi_release_cmd(struct se_cmd *se_cmd)
 {
-	struct sqcq_cmd *cmd = sqcq_se_cmd(se_cmd);
-	struct sqcq_scsi *s = cmd->s;
-	struct sqcq_vq *vq = cmd->vq;
+	struct vhost_scsi_cmd *cmd = vhost_scsi_se_cmd(se_cmd);
+	struct vhost_scsi *s = cmd->s;
+	struct vhost_vq *vq = cmd->vq;
 
 	/*
 	 * Any context.  Once llist_add() has published @cmd the worker may
 	 * free it, so only the locals are used after it.  The device itself
 	 * stays: the RCU read section ends before anyone who saw this
 	 * command finished (s->inflight reaching 0) can free the device or
-	 * stop its worker -- sqcq_endpoint_release() waits for the count
+	 * stop its worker -- vhost_scsi_endpoint_release() waits for the count
 	 * and then for a grace period.
 	 *
 	 * llist_add() is a full barrier, so the worker that takes the list
 	 * sees every field written above; the wakeup pairs with the bit
-	 * test in the worker loop (sqcq_vq_queue_work()).
+	 * test in the worker loop (vhost_vq_queue_work()).
 	 */
 	rcu_read_lock();
 	llist_add(&cmd->done_node, &s->done[vq->index]);
-	sqcq_vq_queue_work(vq);
+	vhost_vq_queue_work(vq);
 	rcu_read_unlock();
 }
 
-static int sqcq_tcm_check_stop_free(struct se_cmd *se_cmd)
+static int vhost_scsi_check_stop_free(struct se_cmd *se_cmd)
 {
 	return target_put_sess_cmd(se_cmd);
 }
 
 /* COMPARE AND WRITE starts: give the core its completion handler back. */
-static sense_reason_t sqcq_caw_execute(struct se_cmd *se_cmd)
+static sense_reason_t vhost_scsi_caw_execute(struct se_cmd *se_cmd)
 {
-	struct sqcq_cmd *cmd = sqcq_se_cmd(se_cmd);
+	struct vhost_scsi_cmd *cmd = vhost_scsi_se_cmd(se_cmd);
 
 	se_cmd->transport_complete_callback = cmd->caw_complete;
 	return cmd->caw_execute(se_cmd);
 }
 
-static int sqcq_tcm_write_pending(struct se_cmd *se_cmd)
+static int vhost_scsi_write_pending(struct se_cmd *se_cmd)
 {
-	struct sqcq_cmd *cmd = sqcq_se_cmd(se_cmd);
+	struct vhost_scsi_cmd *cmd = vhost_scsi_se_cmd(se_cmd);
 
 	/*
 	 * Work around a target core bug.  Its COMPARE AND WRITE completion
@@ -908,42 +888,42 @@ static int sqcq_tcm_write_pending(struct se_cmd *se_cmd)
 	 */
 	if ((se_cmd->se_cmd_flags & SCF_COMPARE_AND_WRITE) &&
 	    se_cmd->transport_complete_callback && se_cmd->execute_cmd &&
-	    se_cmd->execute_cmd != sqcq_caw_execute) {
+	    se_cmd->execute_cmd != vhost_scsi_caw_execute) {
 		cmd->caw_complete = se_cmd->transport_complete_callback;
 		cmd->caw_execute = se_cmd->execute_cmd;
 		se_cmd->transport_complete_callback = NULL;
-		se_cmd->execute_cmd = sqcq_caw_execute;
+		se_cmd->execute_cmd = vhost_scsi_caw_execute;
 	}
 	/* Data-out buffers are mapped before submission: run it now. */
 	target_execute_cmd(se_cmd);
 	return 0;
 }
 
-static int sqcq_tcm_true(struct se_portal_group *se_tpg)
+static int vhost_scsi_true(struct se_portal_group *se_tpg)
 {
 	return 1;
 }
 
-static int sqcq_tcm_false(struct se_portal_group *se_tpg)
+static int vhost_scsi_false(struct se_portal_group *se_tpg)
 {
 	return 0;
 }
 
-static u32 sqcq_tcm_inst_index(struct se_portal_group *se_tpg)
+static u32 vhost_scsi_inst_index(struct se_portal_group *se_tpg)
 {
 	return 1;
 }
 
-static u32 sqcq_tcm_sess_index(struct se_session *se_sess)
+static u32 vhost_scsi_sess_index(struct se_session *se_sess)
 {
 	return 0;
 }
 
-static void sqcq_tcm_node_attrs(struct se_node_acl *nacl)
+static void vhost_scsi_node_attrs(struct se_node_acl *nacl)
 {
 }
 
-static int sqcq_tcm_cmd_state(struct se_cmd *se_cmd)
+static int vhost_scsi_cmd_state(struct se_cmd *se_cmd)
 {
 	return 0;
 }
@@ -952,16 +932,16 @@ static int sqcq_tcm_cmd_state(struct se_cmd *se_cmd)
 /* Events (hotplug)                                                    */
 /* ------------------------------------------------------------------ */
 
-void sqcq_scsi_set_events_missed(struct sqcq_scsi *s, bool missed)
+void vhost_scsi_set_events_missed(struct vhost_scsi *s, bool missed)
 {
 	spin_lock(&s->evt_lock);
 	s->events_missed = missed;
 	spin_unlock(&s->evt_lock);
 	if (missed)
-		sqcq_vq_queue_work(&s->vdev.vqs[SQCQ_EVT_VQ]);
+		vhost_vq_queue_work(&s->vdev.vqs[SQCQ_EVT_VQ]);
 }
 
-bool sqcq_scsi_get_events_missed(struct sqcq_scsi *s)
+bool vhost_scsi_get_events_missed(struct vhost_scsi *s)
 {
 	bool missed;
 
@@ -971,9 +951,9 @@ bool sqcq_scsi_get_events_missed(struct sqcq_scsi *s)
 	return missed;
 }
 
-static void sqcq_scsi_flush_events(struct sqcq_scsi *s)
+static void vhost_scsi_flush_events(struct vhost_scsi *s)
 {
-	struct sqcq_evt *e, *tmp;
+	struct vhost_scsi_evt *e, *tmp;
 	LIST_HEAD(gone);
 
 	spin_lock(&s->evt_lock);
@@ -985,13 +965,13 @@ static void sqcq_scsi_flush_events(struct sqcq_scsi *s)
 }
 
 /* Tell @s that a LUN of @tpg came or went.  tpg->port_lock held. */
-static void sqcq_scsi_lun_event(struct sqcq_scsi *s, struct sqcq_tpg *tpg,
-				u64 unpacked, u32 reason)
+static void vhost_scsi_lun_event(struct vhost_scsi *s, struct vhost_scsi_tpg *tpg,
+				 u64 unpacked, u32 reason)
 {
-	struct sqcq_evt *e;
+	struct vhost_scsi_evt *e;
 
 	lockdep_assert_held(&tpg->port_lock);
-	if (!sqcq_vdev_has_feature(&s->vdev, VIRTIO_SCSI_F_HOTPLUG))
+	if (!vhost_dev_has_feature(&s->vdev, VIRTIO_SCSI_F_HOTPLUG))
 		return;
 	e = kzalloc(sizeof(*e), GFP_KERNEL_ACCOUNT);
 	spin_lock(&s->evt_lock);
@@ -1002,12 +982,12 @@ static void sqcq_scsi_lun_event(struct sqcq_scsi *s, struct sqcq_tpg *tpg,
 	} else {
 		e->ev.event = cpu_to_le32(VIRTIO_SCSI_T_TRANSPORT_RESET);
 		e->ev.reason = cpu_to_le32(reason);
-		sqcq_lun_encode(e->ev.lun, tpg->tpgt, unpacked);
+		vhost_scsi_lun_encode(e->ev.lun, tpg->tpgt, unpacked);
 		list_add_tail(&e->node, &s->evt_list);
 		s->evt_count++;
 		spin_unlock(&s->evt_lock);
 	}
-	sqcq_vq_queue_work(&s->vdev.vqs[SQCQ_EVT_VQ]);
+	vhost_vq_queue_work(&s->vdev.vqs[SQCQ_EVT_VQ]);
 }
 
 /*
@@ -1017,13 +997,13 @@ static void sqcq_scsi_lun_event(struct sqcq_scsi *s, struct sqcq_tpg *tpg,
  * reported by VIRTIO_SCSI_T_EVENTS_MISSED on the next one delivered, or on
  * an otherwise empty NO_EVENT.
  */
-void sqcq_scsi_handle_evt(struct sqcq_vq *vq)
+void vhost_scsi_handle_evt(struct vhost_vq *vq)
 {
-	struct sqcq_scsi *s = sqcq_vq_scsi(vq);
+	struct vhost_scsi *s = vhost_vq_scsi(vq);
 	struct virtio_scsi_event ev;
 	unsigned int pushed = 0, served = 0;
-	struct sqcq_evt *e;
-	struct sqcq_req req;
+	struct vhost_scsi_evt *e;
+	struct vhost_req req;
 	int ret;
 
 	lockdep_assert_held(&vq->mutex);
@@ -1034,11 +1014,11 @@ void sqcq_scsi_handle_evt(struct sqcq_vq *vq)
 		 * this queue's mutex, for ever.
 		 */
 		if (served++ >= SQCQ_VQ_WEIGHT) {
-			sqcq_vq_queue_work(vq);
+			vhost_vq_queue_work(vq);
 			break;
 		}
 		spin_lock(&s->evt_lock);
-		e = list_first_entry_or_null(&s->evt_list, struct sqcq_evt,
+		e = list_first_entry_or_null(&s->evt_list, struct vhost_scsi_evt,
 					     node);
 		if (!e && !s->events_missed) {
 			spin_unlock(&s->evt_lock);
@@ -1046,23 +1026,23 @@ void sqcq_scsi_handle_evt(struct sqcq_vq *vq)
 		}
 		spin_unlock(&s->evt_lock);
 
-		ret = sqcq_vq_pop(vq, &req);
+		ret = vhost_vq_pop(vq, &req);
 		if (ret < 0)
 			break;
 		if (!ret) {
-			if (sqcq_vq_enable_kicks(vq))
+			if (vhost_vq_enable_kicks(vq))
 				continue;
 			break;
 		}
 		if (req.in_len < sizeof(ev)) {
 			pr_warn_ratelimited("dev%d: event buffer of %zu bytes is too small\n",
 					    s->id, req.in_len);
-			if (!sqcq_vq_push_used(vq, req.head, 0))
+			if (!vhost_vq_push_used(vq, req.head, 0))
 				pushed++;
 			continue;
 		}
 		spin_lock(&s->evt_lock);
-		e = list_first_entry_or_null(&s->evt_list, struct sqcq_evt,
+		e = list_first_entry_or_null(&s->evt_list, struct vhost_scsi_evt,
 					     node);
 		if (e) {
 			list_del(&e->node);
@@ -1078,38 +1058,38 @@ void sqcq_scsi_handle_evt(struct sqcq_vq *vq)
 		spin_unlock(&s->evt_lock);
 		kfree(e);
 
-		if (sqcq_vq_push_used(vq, req.head,
-				      sqcq_req_copy_to(&req, 0, &ev, sizeof(ev))))
+		if (vhost_vq_push_used(vq, req.head,
+				       vhost_req_copy_to(&req, 0, &ev, sizeof(ev))))
 			break;
 		pushed++;
 		atomic64_inc(&s->stat_events);
 	}
 	if (pushed && !vq->broken)
-		sqcq_vq_notify(vq);
+		vhost_vq_notify(vq);
 }
 
 /* ------------------------------------------------------------------ */
 /* Endpoints                                                           */
 /* ------------------------------------------------------------------ */
 
-/* Bind @tpg to @s (NULL: unbind); sqcq_tcm_mutex held. */
-static void sqcq_tpg_set_vs(struct sqcq_tpg *tpg, struct sqcq_scsi *s)
+/* Bind @tpg to @s (NULL: unbind); vhost_scsi_mutex held. */
+static void vhost_scsi_tpg_set_vs(struct vhost_scsi_tpg *tpg, struct vhost_scsi *s)
 {
-	lockdep_assert_held(&sqcq_tcm_mutex);
+	lockdep_assert_held(&vhost_scsi_mutex);
 	/* Link/unlink see the device only while it can take events. */
 	mutex_lock(&tpg->port_lock);
-	WRITE_ONCE(tpg->vs, s);	/* read locklessly by sqcq_tcm_drop_tpg() */
+	WRITE_ONCE(tpg->vs, s);	/* read locklessly by vhost_scsi_drop_tpg() */
 	mutex_unlock(&tpg->port_lock);
 }
 
 /*
- * Unbinding, step 1 (sqcq_tcm_mutex held): new requests find no target.
+ * Unbinding, step 1 (vhost_scsi_mutex held): new requests find no target.
  * The TPGs stay bound to @s (tpg->vs) until step 2, so neither another
  * device nor configfs can take them while requests still use them.
  */
-static void sqcq_endpoint_close(struct sqcq_scsi *s)
+static void vhost_scsi_endpoint_close(struct vhost_scsi *s)
 {
-	lockdep_assert_held(&sqcq_tcm_mutex);
+	lockdep_assert_held(&vhost_scsi_mutex);
 	/* Waits for a worker batch in progress; later batches see none. */
 	down_write(&s->ep_rwsem);
 	memset(s->tpgs, 0, sizeof(s->tpgs));
@@ -1119,50 +1099,50 @@ static void sqcq_endpoint_close(struct sqcq_scsi *s)
 }
 
 /*
- * Step 2, without sqcq_tcm_mutex (dev->mutex held, so no other endpoint
+ * Step 2, without vhost_scsi_mutex (dev->mutex held, so no other endpoint
  * ioctl of @s runs): wait for @s's requests, then release its TPGs.  The
  * wait is for this guest's requests alone and must not stall every other
  * device's endpoint and configfs operations.
  */
-static void sqcq_endpoint_release(struct sqcq_scsi *s)
+static void vhost_scsi_endpoint_release(struct vhost_scsi *s)
 {
-	struct sqcq_tpg *tpg;
+	struct vhost_scsi_tpg *tpg;
 
 	lockdep_assert_held(&s->vdev.mutex);
-	/* Pairs with atomic_dec_and_test() + wake_up() in sqcq_cmd_free(). */
+	/* Pairs with atomic_dec_and_test() + wake_up() in vhost_scsi_cmd_free(). */
 	wait_event(s->inflight_wq, !atomic_read(&s->inflight));
 	/* release_cmd callers may still be waking our worker: see there. */
 	synchronize_rcu();
 
-	mutex_lock(&sqcq_tcm_mutex);
-	list_for_each_entry(tpg, &sqcq_tpg_list, node) {
+	mutex_lock(&vhost_scsi_mutex);
+	list_for_each_entry(tpg, &vhost_scsi_tpg_list, node) {
 		if (tpg->vs != s)
 			continue;
-		sqcq_tpg_set_vs(tpg, NULL);
+		vhost_scsi_tpg_set_vs(tpg, NULL);
 		target_undepend_item(&tpg->se_tpg.tpg_group.cg_item);
 	}
-	mutex_unlock(&sqcq_tcm_mutex);
+	mutex_unlock(&vhost_scsi_mutex);
 }
 
-static bool sqcq_tpg_matches(struct sqcq_tpg *tpg, const char *wwpn)
+static bool vhost_scsi_tpg_matches(struct vhost_scsi_tpg *tpg, const char *wwpn)
 {
 	return tpg->nexus && !strcmp(tpg->tport->name, wwpn);
 }
 
 /*
  * Claim the TPGs of @wwpn for @s (tpg->vs), at most SQCQ_MAX_TARGETS, into
- * @claimed; sqcq_tcm_mutex held.  Returns how many, or a negative errno
+ * @claimed; vhost_scsi_mutex held.  Returns how many, or a negative errno
  * when one is in use or there is none.
  */
-static int sqcq_tpgs_claim(struct sqcq_scsi *s, const char *wwpn,
-			   struct sqcq_tpg **claimed)
+static int vhost_scsi_tpgs_claim(struct vhost_scsi *s, const char *wwpn,
+				 struct vhost_scsi_tpg **claimed)
 {
-	struct sqcq_tpg *tpg;
+	struct vhost_scsi_tpg *tpg;
 	int n = 0, i;
 
-	lockdep_assert_held(&sqcq_tcm_mutex);
-	list_for_each_entry(tpg, &sqcq_tpg_list, node) {
-		if (!sqcq_tpg_matches(tpg, wwpn))
+	lockdep_assert_held(&vhost_scsi_mutex);
+	list_for_each_entry(tpg, &vhost_scsi_tpg_list, node) {
+		if (!vhost_scsi_tpg_matches(tpg, wwpn))
 			continue;
 		if (tpg->vs) {
 			pr_warn_ratelimited("dev%d: %s tpgt_%u is in use by dev%d\n",
@@ -1181,7 +1161,7 @@ static int sqcq_tpgs_claim(struct sqcq_scsi *s, const char *wwpn,
 		return -ENODEV;
 	}
 	for (i = 0; i < n; i++)
-		sqcq_tpg_set_vs(claimed[i], s);
+		vhost_scsi_tpg_set_vs(claimed[i], s);
 	return n;
 }
 
@@ -1189,22 +1169,22 @@ static int sqcq_tpgs_claim(struct sqcq_scsi *s, const char *wwpn,
  * Binding takes a configfs dependency on each TPG, so that its directory
  * (and the TPG) cannot go while bound.  target_depend_item() takes
  * configfs directory locks, under which configfs calls make_tpg,
- * drop_tpg and LUN link/unlink; so it runs without sqcq_tcm_mutex, on
+ * drop_tpg and LUN link/unlink; so it runs without vhost_scsi_mutex, on
  * TPGs claimed for @s beforehand (no other device, nexus drop or
- * sqcq_tcm_drop_tpg() touches a claimed TPG).
+ * vhost_scsi_drop_tpg() touches a claimed TPG).
  */
-int sqcq_set_endpoint(struct sqcq_scsi *s, const struct vhost_scsi_target *t)
+int vhost_scsi_set_endpoint(struct vhost_scsi *s, const struct vhost_scsi_target *t)
 {
-	struct sqcq_tpg **claimed;
+	struct vhost_scsi_tpg **claimed;
 	int n, i, depended = 0, ret = 0;
 
 	lockdep_assert_held(&s->vdev.mutex);
 	claimed = kcalloc(SQCQ_MAX_TARGETS, sizeof(*claimed), GFP_KERNEL);
 	if (!claimed)
 		return -ENOMEM;
-	mutex_lock(&sqcq_tcm_mutex);
-	n = s->ep_set ? -EEXIST : sqcq_tpgs_claim(s, t->vhost_wwpn, claimed);
-	mutex_unlock(&sqcq_tcm_mutex);
+	mutex_lock(&vhost_scsi_mutex);
+	n = s->ep_set ? -EEXIST : vhost_scsi_tpgs_claim(s, t->vhost_wwpn, claimed);
+	mutex_unlock(&vhost_scsi_mutex);
 	if (n < 0) {
 		kfree(claimed);
 		return n;
@@ -1216,7 +1196,7 @@ int sqcq_set_endpoint(struct sqcq_scsi *s, const struct vhost_scsi_target *t)
 			depended++;
 	}
 
-	mutex_lock(&sqcq_tcm_mutex);
+	mutex_lock(&vhost_scsi_mutex);
 	down_write(&s->ep_rwsem);
 	for (i = 0; i < n; i++) {
 		if (!ret) {
@@ -1226,75 +1206,75 @@ int sqcq_set_endpoint(struct sqcq_scsi *s, const struct vhost_scsi_target *t)
 		/* A TPG went meanwhile (rmdir won): give every claim back. */
 		if (i < depended)
 			target_undepend_item(&claimed[i]->se_tpg.tpg_group.cg_item);
-		sqcq_tpg_set_vs(claimed[i], NULL);
+		vhost_scsi_tpg_set_vs(claimed[i], NULL);
 	}
 	if (!ret) {
 		s->ep_set = true;
 		strscpy(s->ep_wwpn, t->vhost_wwpn, sizeof(s->ep_wwpn));
 	}
 	up_write(&s->ep_rwsem);
-	mutex_unlock(&sqcq_tcm_mutex);
+	mutex_unlock(&vhost_scsi_mutex);
 	kfree(claimed);
 	if (ret) {
-		/* Pairs with the wait in sqcq_tcm_drop_tpg(). */
-		wake_up_all(&sqcq_unclaim_wq);
+		/* Pairs with the wait in vhost_scsi_drop_tpg(). */
+		wake_up_all(&vhost_scsi_unclaim_wq);
 		return ret;
 	}
-	sqcq_lifecycle_log(KERN_INFO, "dev%d: endpoint %s bound (%d target%s)\n",
-			   s->id, s->ep_wwpn, n, n == 1 ? "" : "s");
+	vhost_lifecycle_log(KERN_INFO, "dev%d: endpoint %s bound (%d target%s)\n",
+			    s->id, s->ep_wwpn, n, n == 1 ? "" : "s");
 	/* Requests may have waited for the targets. */
 	for (i = SQCQ_FIRST_REQ_VQ; i < s->vdev.nvqs; i++)
 		if (READ_ONCE(s->vdev.vqs[i].running))
-			sqcq_vq_queue_work(&s->vdev.vqs[i]);
+			vhost_vq_queue_work(&s->vdev.vqs[i]);
 	return 0;
 }
 
-int sqcq_clear_endpoint(struct sqcq_scsi *s, const struct vhost_scsi_target *t)
+int vhost_scsi_clear_endpoint(struct vhost_scsi *s, const struct vhost_scsi_target *t)
 {
-	mutex_lock(&sqcq_tcm_mutex);
+	mutex_lock(&vhost_scsi_mutex);
 	if (!s->ep_set) {
 		/* QEMU clears at every stop, also when nothing was bound. */
-		mutex_unlock(&sqcq_tcm_mutex);
-		sqcq_doorbells_detach(&s->vdev, "endpoint cleared");
+		mutex_unlock(&vhost_scsi_mutex);
+		vhost_doorbells_detach(&s->vdev, "endpoint cleared");
 		return 0;
 	}
 	if (strcmp(s->ep_wwpn, t->vhost_wwpn)) {
 		pr_warn_ratelimited("dev%d: CLEAR_ENDPOINT for \"%s\" but \"%s\" is bound\n",
 				    s->id, t->vhost_wwpn, s->ep_wwpn);
-		mutex_unlock(&sqcq_tcm_mutex);
+		mutex_unlock(&vhost_scsi_mutex);
 		return -EINVAL;
 	}
-	sqcq_endpoint_close(s);
-	mutex_unlock(&sqcq_tcm_mutex);
+	vhost_scsi_endpoint_close(s);
+	mutex_unlock(&vhost_scsi_mutex);
 	/*
 	 * SQ/CQ ends after ep_set is clear: a setup request served after
-	 * this detach is refused (sqcq_ctrl_sqcq()), one served before is
+	 * this detach is refused (vhost_scsi_ctrl_sqcq()), one served before is
 	 * removed by it.
 	 */
-	sqcq_doorbells_detach(&s->vdev, "endpoint cleared");
-	sqcq_endpoint_release(s);
-	sqcq_lifecycle_log(KERN_INFO, "dev%d: endpoint %s cleared\n", s->id,
-			   t->vhost_wwpn);
+	vhost_doorbells_detach(&s->vdev, "endpoint cleared");
+	vhost_scsi_endpoint_release(s);
+	vhost_lifecycle_log(KERN_INFO, "dev%d: endpoint %s cleared\n", s->id,
+			    t->vhost_wwpn);
 	return 0;
 }
 
-void sqcq_scsi_drop_endpoint(struct sqcq_scsi *s)
+void vhost_scsi_drop_endpoint(struct vhost_scsi *s)
 {
 	bool bound;
 
-	mutex_lock(&sqcq_tcm_mutex);
+	mutex_lock(&vhost_scsi_mutex);
 	bound = s->ep_set;
 	if (bound)
-		sqcq_endpoint_close(s);
-	mutex_unlock(&sqcq_tcm_mutex);
+		vhost_scsi_endpoint_close(s);
+	mutex_unlock(&vhost_scsi_mutex);
 	if (bound)
-		sqcq_endpoint_release(s);
+		vhost_scsi_endpoint_release(s);
 	/* Nothing is in flight: no new event can be queued for us. */
-	sqcq_scsi_flush_events(s);
-	sqcq_scsi_set_events_missed(s, false);
+	vhost_scsi_flush_events(s);
+	vhost_scsi_set_events_missed(s, false);
 }
 
-void sqcq_scsi_show_targets(struct seq_file *m, struct sqcq_scsi *s)
+void vhost_scsi_show_targets(struct seq_file *m, struct vhost_scsi *s)
 {
 	unsigned int i;
 
@@ -1314,7 +1294,7 @@ void sqcq_scsi_show_targets(struct seq_file *m, struct sqcq_scsi *s)
 		   (long long)atomic64_read(&s->stat_bad_dir));
 }
 
-int sqcq_scsi_tcm_init(struct sqcq_scsi *s)
+int vhost_scsi_tcm_init(struct vhost_scsi *s)
 {
 	unsigned int i;
 
@@ -1331,9 +1311,9 @@ int sqcq_scsi_tcm_init(struct sqcq_scsi *s)
 	return 0;
 }
 
-void sqcq_scsi_tcm_free(struct sqcq_scsi *s)
+void vhost_scsi_tcm_free(struct vhost_scsi *s)
 {
-	sqcq_scsi_flush_events(s);
+	vhost_scsi_flush_events(s);
 	kfree(s->done);
 	s->done = NULL;
 }
@@ -1342,19 +1322,19 @@ void sqcq_scsi_tcm_free(struct sqcq_scsi *s)
 /* configfs: nexus                                                     */
 /* ------------------------------------------------------------------ */
 
-static struct sqcq_tpg *sqcq_tpg_of(struct se_portal_group *se_tpg)
+static struct vhost_scsi_tpg *vhost_scsi_tpg_of(struct se_portal_group *se_tpg)
 {
-	return container_of(se_tpg, struct sqcq_tpg, se_tpg);
+	return container_of(se_tpg, struct vhost_scsi_tpg, se_tpg);
 }
 
-static struct se_portal_group *sqcq_item_tpg(struct config_item *item)
+static struct se_portal_group *vhost_scsi_item_tpg(struct config_item *item)
 {
 	return container_of(to_config_group(item), struct se_portal_group,
 			    tpg_group);
 }
 
 /* SCSI_PROTOCOL_* of a port name by its prefix, or -1. */
-static int sqcq_name_proto(const char *name)
+static int vhost_scsi_name_proto(const char *name)
 {
 	if (!strncmp(name, "naa.", 4) || !strncmp(name, "eui.", 4))
 		return SCSI_PROTOCOL_SAS;
@@ -1365,11 +1345,11 @@ static int sqcq_name_proto(const char *name)
 	return -1;
 }
 
-static int sqcq_make_nexus(struct sqcq_tpg *tpg, const char *name)
+static int vhost_scsi_make_nexus(struct vhost_scsi_tpg *tpg, const char *name)
 {
-	struct sqcq_nexus *nexus;
+	struct vhost_scsi_nexus *nexus;
 
-	lockdep_assert_held(&sqcq_tcm_mutex);
+	lockdep_assert_held(&vhost_scsi_mutex);
 	if (tpg->nexus)
 		return -EEXIST;
 	nexus = kzalloc(sizeof(*nexus), GFP_KERNEL);
@@ -1390,12 +1370,12 @@ static int sqcq_make_nexus(struct sqcq_tpg *tpg, const char *name)
 	return 0;
 }
 
-static int sqcq_drop_nexus(struct sqcq_tpg *tpg)
+static int vhost_scsi_drop_nexus(struct vhost_scsi_tpg *tpg)
 {
-	struct sqcq_nexus *nexus = tpg->nexus;
+	struct vhost_scsi_nexus *nexus = tpg->nexus;
 	unsigned int ports;
 
-	lockdep_assert_held(&sqcq_tcm_mutex);
+	lockdep_assert_held(&vhost_scsi_mutex);
 	if (!nexus)
 		return -ENODEV;
 	mutex_lock(&tpg->port_lock);
@@ -1418,21 +1398,21 @@ static int sqcq_drop_nexus(struct sqcq_tpg *tpg)
 	return 0;
 }
 
-static ssize_t sqcq_tpg_nexus_show(struct config_item *item, char *page)
+static ssize_t vhost_scsi_tpg_nexus_show(struct config_item *item, char *page)
 {
-	struct sqcq_tpg *tpg = sqcq_tpg_of(sqcq_item_tpg(item));
+	struct vhost_scsi_tpg *tpg = vhost_scsi_tpg_of(vhost_scsi_item_tpg(item));
 	ssize_t ret;
 
-	mutex_lock(&sqcq_tcm_mutex);
+	mutex_lock(&vhost_scsi_mutex);
 	ret = tpg->nexus ? sysfs_emit(page, "%s\n", tpg->nexus_name) : -ENODEV;
-	mutex_unlock(&sqcq_tcm_mutex);
+	mutex_unlock(&vhost_scsi_mutex);
 	return ret;
 }
 
-static ssize_t sqcq_tpg_nexus_store(struct config_item *item,
-				    const char *page, size_t count)
+static ssize_t vhost_scsi_tpg_nexus_store(struct config_item *item,
+					  const char *page, size_t count)
 {
-	struct sqcq_tpg *tpg = sqcq_tpg_of(sqcq_item_tpg(item));
+	struct vhost_scsi_tpg *tpg = vhost_scsi_tpg_of(vhost_scsi_item_tpg(item));
 	char name[SQCQ_WWPN_MAX + 1];
 	size_t len = strcspn(page, "\n");
 	int ret;
@@ -1442,37 +1422,37 @@ static ssize_t sqcq_tpg_nexus_store(struct config_item *item,
 	memcpy(name, page, len);
 	name[len] = '\0';
 
-	mutex_lock(&sqcq_tcm_mutex);
+	mutex_lock(&vhost_scsi_mutex);
 	if (!strcmp(name, "NULL")) {
-		ret = sqcq_drop_nexus(tpg);
-	} else if (sqcq_name_proto(name) != tpg->tport->proto_id) {
+		ret = vhost_scsi_drop_nexus(tpg);
+	} else if (vhost_scsi_name_proto(name) != tpg->tport->proto_id) {
 		pr_warn("%s tpgt_%u: nexus \"%s\" does not match the port's protocol\n",
 			tpg->tport->name, tpg->tpgt, name);
 		ret = -EINVAL;
 	} else {
-		ret = sqcq_make_nexus(tpg, name);
+		ret = vhost_scsi_make_nexus(tpg, name);
 	}
-	mutex_unlock(&sqcq_tcm_mutex);
+	mutex_unlock(&vhost_scsi_mutex);
 	return ret ? ret : count;
 }
 
-CONFIGFS_ATTR(sqcq_tpg_, nexus);
+CONFIGFS_ATTR(vhost_scsi_tpg_, nexus);
 
-static struct configfs_attribute *sqcq_tpg_attrs[] = {
-	&sqcq_tpg_attr_nexus,
+static struct configfs_attribute *vhost_scsi_tpg_attrs[] = {
+	&vhost_scsi_tpg_attr_nexus,
 	NULL,
 };
 
-static ssize_t sqcq_wwn_version_show(struct config_item *item, char *page)
+static ssize_t vhost_scsi_wwn_version_show(struct config_item *item, char *page)
 {
 	return sysfs_emit(page, "%s fabric of vhost_scsi_sqcq %s\n",
-			  sqcq_tcm_ops.fabric_name, SQCQ_PKG_VERSION);
+			  vhost_scsi_ops.fabric_name, SQCQ_PKG_VERSION);
 }
 
-CONFIGFS_ATTR_RO(sqcq_wwn_, version);
+CONFIGFS_ATTR_RO(vhost_scsi_wwn_, version);
 
-static struct configfs_attribute *sqcq_wwn_attrs[] = {
-	&sqcq_wwn_attr_version,
+static struct configfs_attribute *vhost_scsi_wwn_attrs[] = {
+	&vhost_scsi_wwn_attr_version,
 	NULL,
 };
 
@@ -1480,48 +1460,48 @@ static struct configfs_attribute *sqcq_wwn_attrs[] = {
 /* configfs: ports, TPGs, LUN links                                    */
 /* ------------------------------------------------------------------ */
 
-static int sqcq_tcm_port_link(struct se_portal_group *se_tpg,
-			      struct se_lun *lun)
+static int vhost_scsi_port_link(struct se_portal_group *se_tpg,
+				struct se_lun *lun)
 {
-	struct sqcq_tpg *tpg = sqcq_tpg_of(se_tpg);
+	struct vhost_scsi_tpg *tpg = vhost_scsi_tpg_of(se_tpg);
 
 	mutex_lock(&tpg->port_lock);
 	tpg->port_count++;
 	if (tpg->vs)
-		sqcq_scsi_lun_event(tpg->vs, tpg, lun->unpacked_lun,
-				    VIRTIO_SCSI_EVT_RESET_RESCAN);
+		vhost_scsi_lun_event(tpg->vs, tpg, lun->unpacked_lun,
+				     VIRTIO_SCSI_EVT_RESET_RESCAN);
 	mutex_unlock(&tpg->port_lock);
 	return 0;
 }
 
-static void sqcq_tcm_port_unlink(struct se_portal_group *se_tpg,
-				 struct se_lun *lun)
+static void vhost_scsi_port_unlink(struct se_portal_group *se_tpg,
+				   struct se_lun *lun)
 {
-	struct sqcq_tpg *tpg = sqcq_tpg_of(se_tpg);
+	struct vhost_scsi_tpg *tpg = vhost_scsi_tpg_of(se_tpg);
 
 	mutex_lock(&tpg->port_lock);
 	tpg->port_count--;
 	if (tpg->vs)
-		sqcq_scsi_lun_event(tpg->vs, tpg, lun->unpacked_lun,
-				    VIRTIO_SCSI_EVT_RESET_REMOVED);
+		vhost_scsi_lun_event(tpg->vs, tpg, lun->unpacked_lun,
+				     VIRTIO_SCSI_EVT_RESET_REMOVED);
 	mutex_unlock(&tpg->port_lock);
 }
 
-static char *sqcq_tcm_get_wwn(struct se_portal_group *se_tpg)
+static char *vhost_scsi_get_wwn(struct se_portal_group *se_tpg)
 {
-	return sqcq_tpg_of(se_tpg)->tport->name;
+	return vhost_scsi_tpg_of(se_tpg)->tport->name;
 }
 
-static u16 sqcq_tcm_get_tag(struct se_portal_group *se_tpg)
+static u16 vhost_scsi_get_tag(struct se_portal_group *se_tpg)
 {
-	return sqcq_tpg_of(se_tpg)->tpgt;
+	return vhost_scsi_tpg_of(se_tpg)->tpgt;
 }
 
-static struct se_portal_group *sqcq_tcm_make_tpg(struct se_wwn *wwn,
-						 const char *name)
+static struct se_portal_group *vhost_scsi_make_tpg(struct se_wwn *wwn,
+						   const char *name)
 {
-	struct sqcq_tport *tport = container_of(wwn, struct sqcq_tport, wwn);
-	struct sqcq_tpg *tpg;
+	struct vhost_scsi_tport *tport = container_of(wwn, struct vhost_scsi_tport, wwn);
+	struct vhost_scsi_tpg *tpg;
 	char canon[8];
 	u16 tpgt;
 	int ret;
@@ -1549,41 +1529,41 @@ static struct se_portal_group *sqcq_tcm_make_tpg(struct se_wwn *wwn,
 		kfree(tpg);
 		return ERR_PTR(ret);
 	}
-	mutex_lock(&sqcq_tcm_mutex);
-	list_add_tail(&tpg->node, &sqcq_tpg_list);
-	mutex_unlock(&sqcq_tcm_mutex);
+	mutex_lock(&vhost_scsi_mutex);
+	list_add_tail(&tpg->node, &vhost_scsi_tpg_list);
+	mutex_unlock(&vhost_scsi_mutex);
 	return &tpg->se_tpg;
 }
 
-static void sqcq_tcm_drop_tpg(struct se_portal_group *se_tpg)
+static void vhost_scsi_drop_tpg(struct se_portal_group *se_tpg)
 {
-	struct sqcq_tpg *tpg = sqcq_tpg_of(se_tpg);
+	struct vhost_scsi_tpg *tpg = vhost_scsi_tpg_of(se_tpg);
 
 	/*
 	 * configfs calls this only for a TPG nobody depends on; one that a
 	 * SET_ENDPOINT claimed lost its race with this rmdir, and is given
-	 * back by it (pairs with wake_up_all() in sqcq_set_endpoint()).
+	 * back by it (pairs with wake_up_all() in vhost_scsi_set_endpoint()).
 	 */
-	wait_event(sqcq_unclaim_wq, !READ_ONCE(tpg->vs));
-	mutex_lock(&sqcq_tcm_mutex);
+	wait_event(vhost_scsi_unclaim_wq, !READ_ONCE(tpg->vs));
+	mutex_lock(&vhost_scsi_mutex);
 	list_del(&tpg->node);
 	/* A bound TPG cannot be removed (target_depend_item); LUNs are gone. */
 	mutex_lock(&tpg->port_lock);
 	tpg->port_count = 0;
 	mutex_unlock(&tpg->port_lock);
 	if (tpg->nexus)
-		WARN_ON_ONCE(sqcq_drop_nexus(tpg));
-	mutex_unlock(&sqcq_tcm_mutex);
+		WARN_ON_ONCE(vhost_scsi_drop_nexus(tpg));
+	mutex_unlock(&vhost_scsi_mutex);
 	core_tpg_deregister(se_tpg);
 	kfree(tpg);
 }
 
-static struct se_wwn *sqcq_tcm_make_wwn(struct target_fabric_configfs *tf,
-					struct config_group *group,
+static struct se_wwn *vhost_scsi_make_wwn(struct target_fabric_configfs *tf,
+					  struct config_group *group,
 					const char *name)
 {
-	struct sqcq_tport *tport;
-	int proto = sqcq_name_proto(name);
+	struct vhost_scsi_tport *tport;
+	int proto = vhost_scsi_name_proto(name);
 	size_t len = strlen(name);
 
 	if (proto < 0 || len > SQCQ_WWPN_MAX) {
@@ -1599,54 +1579,51 @@ static struct se_wwn *sqcq_tcm_make_wwn(struct target_fabric_configfs *tf,
 	return &tport->wwn;
 }
 
-static void sqcq_tcm_drop_wwn(struct se_wwn *wwn)
+static void vhost_scsi_drop_wwn(struct se_wwn *wwn)
 {
-	kfree(container_of(wwn, struct sqcq_tport, wwn));
+	kfree(container_of(wwn, struct vhost_scsi_tport, wwn));
 }
 
-static struct target_core_fabric_ops sqcq_tcm_ops = {
+static struct target_core_fabric_ops vhost_scsi_ops = {
 	.module				= THIS_MODULE,
 	.fabric_name			= "vhost_sqcq",
 	.max_data_sg_nents		= SQCQ_MAX_SG_PAGES,
-	.tpg_get_wwn			= sqcq_tcm_get_wwn,
-	.tpg_get_tag			= sqcq_tcm_get_tag,
-	.tpg_check_demo_mode		= sqcq_tcm_true,
-	.tpg_check_demo_mode_cache	= sqcq_tcm_true,
-	.tpg_check_demo_mode_write_protect = sqcq_tcm_false,
-	.tpg_check_prod_mode_write_protect = sqcq_tcm_false,
-	.tpg_get_inst_index		= sqcq_tcm_inst_index,
-	.release_cmd			= sqcq_tcm_release_cmd,
-	.check_stop_free		= sqcq_tcm_check_stop_free,
-	.sess_get_index			= sqcq_tcm_sess_index,
-	.write_pending			= sqcq_tcm_write_pending,
-	.set_default_node_attributes	= sqcq_tcm_node_attrs,
-	.get_cmd_state			= sqcq_tcm_cmd_state,
-	.queue_data_in			= sqcq_tcm_queue_data_in,
-	.queue_status			= sqcq_tcm_queue_status,
-	.queue_tm_rsp			= sqcq_tcm_queue_tm_rsp,
-	.aborted_task			= sqcq_tcm_aborted_task,
-	.fabric_make_wwn		= sqcq_tcm_make_wwn,
-	.fabric_drop_wwn		= sqcq_tcm_drop_wwn,
-	.fabric_make_tpg		= sqcq_tcm_make_tpg,
-	.fabric_drop_tpg		= sqcq_tcm_drop_tpg,
-	.fabric_post_link		= sqcq_tcm_port_link,
-	.fabric_pre_unlink		= sqcq_tcm_port_unlink,
-	.tfc_wwn_attrs			= sqcq_wwn_attrs,
-	.tfc_tpg_base_attrs		= sqcq_tpg_attrs,
-#ifdef SQCQ_HAVE_DIRECT_SUBMIT_SUPP
+	.tpg_get_wwn			= vhost_scsi_get_wwn,
+	.tpg_get_tag			= vhost_scsi_get_tag,
+	.tpg_check_demo_mode		= vhost_scsi_true,
+	.tpg_check_demo_mode_cache	= vhost_scsi_true,
+	.tpg_check_demo_mode_write_protect = vhost_scsi_false,
+	.tpg_check_prod_mode_write_protect = vhost_scsi_false,
+	.tpg_get_inst_index		= vhost_scsi_inst_index,
+	.release_cmd			= vhost_scsi_release_cmd,
+	.check_stop_free		= vhost_scsi_check_stop_free,
+	.sess_get_index			= vhost_scsi_sess_index,
+	.write_pending			= vhost_scsi_write_pending,
+	.set_default_node_attributes	= vhost_scsi_node_attrs,
+	.get_cmd_state			= vhost_scsi_cmd_state,
+	.queue_data_in			= vhost_scsi_queue_data_in,
+	.queue_status			= vhost_scsi_queue_status,
+	.queue_tm_rsp			= vhost_scsi_queue_tm_rsp,
+	.aborted_task			= vhost_scsi_aborted_task,
+	.fabric_make_wwn		= vhost_scsi_make_wwn,
+	.fabric_drop_wwn		= vhost_scsi_drop_wwn,
+	.fabric_make_tpg		= vhost_scsi_make_tpg,
+	.fabric_drop_tpg		= vhost_scsi_drop_tpg,
+	.fabric_post_link		= vhost_scsi_port_link,
+	.fabric_pre_unlink		= vhost_scsi_port_unlink,
+	.tfc_wwn_attrs			= vhost_scsi_wwn_attrs,
+	.tfc_tpg_base_attrs		= vhost_scsi_tpg_attrs,
 	/* Submission from the worker is queued to the core's workqueue. */
-	.default_submit_type		= TARGET_QUEUE_SUBMIT,
-	.direct_submit_supp		= 1,
-#endif
+	SQCQ_TFO_SUBMIT_TYPE
 };
 
-int sqcq_tcm_register(bool takeover)
+int vhost_scsi_register(bool takeover)
 {
-	sqcq_tcm_ops.fabric_name = takeover ? "vhost" : "vhost_sqcq";
-	return target_register_template(&sqcq_tcm_ops);
+	vhost_scsi_ops.fabric_name = takeover ? "vhost" : "vhost_sqcq";
+	return target_register_template(&vhost_scsi_ops);
 }
 
-void sqcq_tcm_unregister(void)
+void vhost_scsi_unregister(void)
 {
-	target_unregister_template(&sqcq_tcm_ops);
+	target_unregister_template(&vhost_scsi_ops);
 }

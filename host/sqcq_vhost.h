@@ -10,28 +10,37 @@
  * includes drivers/vhost/vhost.h (distro header packages do not ship it and
  * its structures change between releases).
  *
- * Threading model: one worker kthread per device, created at
- * VHOST_SET_OWNER, running with the owner's mm (kthread_use_mm), serves every
- * virtqueue of the device.  A kick marks the queue pending and wakes the
- * worker; the worker calls the device's handle_vq() for each pending queue,
- * with that queue's mutex held.
+ * Threading model: workers (struct vhost_worker) run with the owner's mm and
+ * serve virtqueues.  The default worker, created at VHOST_SET_OWNER, serves
+ * every virtqueue until the owner moves one to a worker of its own
+ * (VHOST_NEW_WORKER, VHOST_ATTACH_VRING_WORKER; docs/host-vhost-core.md).
+ * A kick marks the queue pending in its worker and wakes that worker; the
+ * worker calls the device's handle_vq() for each of its pending queues,
+ * with that queue's mutex held.  Only the default worker runs the SQ/CQ
+ * poll loop (it is the device's "poll thread"): doorbells are installed
+ * only while every queue is on it.
  *
  * Locking:
- *   sqcq_vdev.mutex  serialises ioctls; protects ownership (mm, worker),
+ *   vhost_dev.mutex  serialises ioctls; protects ownership (mm, workers),
  *                    features, the current memory table and every
- *                    sqcq_vq's configuration fields while no vq is running.
- *   sqcq_vq.mutex    protects one queue's ring state (addresses, indices,
+ *                    vhost_vq's configuration fields while no vq is running.
+ *   vhost_vq.mutex   protects one queue's ring state (addresses, indices,
  *                    eventfds, umem pointer, running/broken).  Held by the
  *                    worker while it processes the queue and by every ioctl
  *                    that changes the queue, so an ioctl that holds it knows
  *                    the worker is not inside the ring.  Order: vdev.mutex
  *                    before vq.mutex; the worker takes only vq.mutex.
- *   pending bitmap   atomic bitops, one bit per queue, set by kick wakeups
- *                    (atomic context) and cleared by the worker.
+ *   pending bitmap   atomic bitops, one bit per queue in each worker, set
+ *                    by kick wakeups (atomic context) in the bitmap of the
+ *                    queue's worker and cleared by that worker.
+ *   vhost_vq.worker  RCU: wakers read it under rcu_read_lock(); written
+ *                    with dev.mutex, poll_lock and vq.mutex held, so any of
+ *                    the three keeps it stable.
  */
 #ifndef SQCQ_VHOST_H
 #define SQCQ_VHOST_H
 
+#include <linux/cpumask.h>
 #include <linux/eventfd.h>
 #include <linux/mutex.h>
 #include <linux/poll.h>
@@ -43,6 +52,7 @@
 #include <linux/virtio_config.h>
 #include <linux/virtio_ring.h>
 #include <linux/wait.h>
+#include <linux/workqueue.h>
 #include "sqcq_poll.h"
 
 /* Split ring limit of the virtio spec (queue size is a power of 2 <= 32768). */
@@ -54,19 +64,20 @@
 /* Requests one handle_vq() call serves before yielding to other queues. */
 #define SQCQ_VQ_WEIGHT		256u
 
-struct sqcq_mem_region {
+struct vhost_mem_region {
 	u64 gpa;		/* first guest-physical byte */
 	u64 last;		/* last guest-physical byte (inclusive) */
 	u64 uaddr;		/* owner's virtual address of gpa */
 };
 
 /* Immutable once published; sorted by gpa, no two regions overlap. */
-struct sqcq_umem {
+struct vhost_umem {
 	unsigned int nregions;
-	struct sqcq_mem_region r[];
+	struct vhost_mem_region r[];
 };
 
-struct sqcq_vdev;
+struct vhost_dev;
+struct vhost_poll_group;
 struct sqcq_area;
 struct vring_sq;
 struct vring_cq;
@@ -74,9 +85,9 @@ struct vring_cq;
 /*
  * A guest's SQ/CQ doorbell area, pinned and mapped into the kernel
  * (host/vhost_sqcq.c).  Owned by the device; installed and removed with
- * sqcq_vdev.poll_lock held.
+ * vhost_dev.poll_lock held.
  */
-struct sqcq_doorbells {
+struct vhost_doorbells {
 	struct page **pages;
 	unsigned int npages;
 	void *vaddr;			/* vmap() of the pages */
@@ -88,7 +99,7 @@ struct sqcq_doorbells {
 };
 
 /* One request popped from a ring: readable segments, then writable ones. */
-struct sqcq_req {
+struct vhost_req {
 	u16 head;			/* head descriptor index */
 	unsigned int out_cnt;		/* iov[0 .. out_cnt) device-readable */
 	unsigned int in_cnt;		/* iov[out_cnt ..) device-writable */
@@ -96,10 +107,31 @@ struct sqcq_req {
 	struct iovec *iov;		/* the vq's iov array */
 };
 
-struct sqcq_vq {
-	struct sqcq_vdev *dev;
+/*
+ * A worker thread: a thread of the owner (vtsk) where the kernel has
+ * vhost_task, a kthread elsewhere.  Created by VHOST_SET_OWNER (the
+ * default one, id 0, the poll thread) or VHOST_NEW_WORKER; freed by
+ * VHOST_FREE_WORKER or the owner's reset/release.  vtsk and kthread are set
+ * before the worker is reachable from any queue and stay until it is freed,
+ * a grace period after the last queue left it.
+ */
+struct vhost_worker {
+	struct vhost_dev *dev;
+	unsigned int id;		/* slot in dev->workers[] */
+	bool poller;			/* the default worker: runs the poll loop */
+	struct task_struct *kthread;
+	struct vhost_task *vtsk;
+	bool stop;			/* vtsk: leave the poll loop */
+	bool killed;			/* vtsk died with the owner */
+	unsigned int attached;		/* queues served; dev->mutex */
+	unsigned long *pending;		/* one bit per vq, atomic bitops */
+};
+
+struct vhost_vq {
+	struct vhost_dev *dev;
 	unsigned int index;
 	struct mutex mutex;		/* see the file comment */
+	struct vhost_worker __rcu *worker;	/* NULL: no owner */
 
 	/* Configuration (ioctls, vq.mutex). */
 	unsigned int num;		/* 0: not set */
@@ -117,7 +149,7 @@ struct sqcq_vq {
 	u16 last_used_idx;		/* next used entry to fill */
 	u16 signalled_used;		/* used idx at the last call signal */
 	bool signalled_used_valid;
-	const struct sqcq_umem *umem;	/* table translations use */
+	const struct vhost_umem *umem;	/* table translations use */
 	struct iovec *iov;		/* SQCQ_MAX_IOV entries while running */
 
 	/* Eventfds (vq.mutex for the pointers). */
@@ -130,12 +162,13 @@ struct sqcq_vq {
 
 	/*
 	 * SQ/CQ doorbells of this queue, NULL in classic mode.  Written with
-	 * dev->poll_lock held, read by the worker (which holds poll_lock for
-	 * each loop iteration).
+	 * dev->poll_lock held; the poll thread reads them under it (it holds
+	 * it for each loop pass), the queue's worker, if another, reads cq
+	 * under RCU (vhost_vq_notify()).
 	 */
 	struct vring_sq *sq;
 	struct vring_cq *cq;
-	u16 sq_seen;			/* SQ index the worker last acted on */
+	u16 sq_seen;			/* SQ index the poller last acted on */
 
 	/* Counters (worker; read racily by debugfs). */
 	u64 stat_requests;
@@ -143,9 +176,10 @@ struct sqcq_vq {
 	u64 stat_calls;
 	u64 stat_doorbells;		/* SQ index moves the poller found */
 	u64 stat_calls_saved;		/* completions published without a call */
+	u64 stat_handoffs;		/* doorbells passed to the queue's worker */
 };
 
-struct sqcq_vdev_ops {
+struct vhost_dev_ops {
 	/* Device feature bits offered on top of the ring features. */
 	u64 features;
 	/*
@@ -154,65 +188,99 @@ struct sqcq_vdev_ops {
 	 * when the ring is stopped or broken (it must then free the requests
 	 * without touching the ring).  Optional.
 	 */
-	void (*complete_vq)(struct sqcq_vq *vq);
+	void (*complete_vq)(struct vhost_vq *vq);
 	/* Serve queue @vq; called by the worker with vq->mutex held. */
-	void (*handle_vq)(struct sqcq_vq *vq);
+	void (*handle_vq)(struct vhost_vq *vq);
 	/* Owner reset or release: drop device state; dev->mutex held. */
-	void (*reset)(struct sqcq_vdev *dev);
+	void (*reset)(struct vhost_dev *dev);
 	/* Bind the calling poller per the poll_cpu setting. */
-	void (*poll_bind)(struct sqcq_vdev *dev);
+	void (*poll_bind)(struct vhost_dev *dev);
 };
 
-struct sqcq_vdev {
+struct vhost_dev {
 	struct mutex mutex;		/* see the file comment */
-	const struct sqcq_vdev_ops *ops;
+	const struct vhost_dev_ops *ops;
 	void *priv;			/* the device's own state */
 
 	struct mm_struct *mm;		/* owner's mm (mmget), NULL: no owner */
-	struct task_struct *worker;
 	int owner_pid;			/* tgid of the owner, for messages */
+	/*
+	 * The workers (see vhost_core.c), by id; [0] is the default worker
+	 * while there is an owner.  At most nvqs of them.  The table is for
+	 * the ioctls only (dev->mutex): wakers find a queue's worker through
+	 * vq->worker.
+	 */
+	struct vhost_worker **workers;
+	bool owner_task;		/* workers are vhost_tasks of the owner */
+	struct work_struct reap_work;	/* a worker was killed: vhost_worker_reap() */
+	cpumask_var_t owner_cpus;	/* owner's affinity at SET_OWNER */
 
 	u64 features;			/* acked by SET_FEATURES */
-	const struct sqcq_umem *umem;	/* current table, NULL: none set */
+	const struct vhost_umem *umem;	/* current table, NULL: none set */
 
 	unsigned int nvqs;
-	struct sqcq_vq *vqs;
-	unsigned long *pending;		/* one bit per vq, atomic bitops */
+	struct vhost_vq *vqs;
 
 	/*
-	 * SQ/CQ polling.  poll_lock is held by the worker for each loop
-	 * iteration (serving queues included) and by whoever installs or
-	 * removes the doorbells, so the area is never touched after removal.
+	 * SQ/CQ polling.  poll_lock is held by the default worker for each
+	 * loop iteration (serving queues included), by whoever installs or
+	 * removes the doorbells, so the area is never touched after removal,
+	 * and by whoever moves a queue between workers.  Other workers never
+	 * take it: the doorbells are only installed while every queue is on
+	 * the default worker.
 	 * Order: dev->mutex, then poll_lock, then a vq->mutex; never take
 	 * poll_lock while holding a vq->mutex.
 	 */
 	struct mutex poll_lock;
-	struct sqcq_doorbells *db;	/* NULL: classic */
-	/* Written by the poll loop (sqcq_poll_run()), racy reads. */
+	struct vhost_doorbells *db;	/* NULL: classic */
+	unsigned int poll_key;		/* picks the CPU of poll_cpu (device number) */
+	/*
+	 * The shared poller of the device's poll CPU (poll_shared), NULL
+	 * while the worker spins itself; set by the worker with poll_lock
+	 * held.  pg_node and pg_worker belong to pg->lock: the device is on
+	 * pg's list while its worker is parked there.
+	 */
+	struct vhost_poll_group *pg;
+	struct list_head pg_node;
+	struct vhost_worker *pg_worker;
+	/* Written by the poll loop (vhost_sqcq_poll_run()), racy reads. */
 	u64 poll_window_ns;		/* the adaptive idle window */
 	u64 stat_sleeps, stat_wakeups, stat_yields;
+	u64 stat_parks, stat_handoffs;	/* shared poller: parked, woken by it */
 	u64 stat_sleep_why[SQCQ_SLEEP_NR];	/* sleeps by reason */
 };
 
-int sqcq_vdev_init(struct sqcq_vdev *dev, unsigned int nvqs,
-		   const struct sqcq_vdev_ops *ops, void *priv);
+int vhost_dev_init(struct vhost_dev *dev, unsigned int nvqs,
+		   const struct vhost_dev_ops *ops, void *priv);
 /* Drop everything (owner, worker, rings, eventfds, table); for release. */
-void sqcq_vdev_cleanup(struct sqcq_vdev *dev);
+void vhost_dev_cleanup(struct vhost_dev *dev);
 
 /*
  * Generic vhost ioctls.  Returns -ENOIOCTLCMD for a command this core does
  * not know, so the device can try its own.  Takes dev->mutex itself.
  */
-long sqcq_vdev_ioctl(struct sqcq_vdev *dev, unsigned int cmd,
+long vhost_dev_ioctl(struct vhost_dev *dev, unsigned int cmd,
 		     void __user *argp);
 /* 0 when the caller owns @dev; -EPERM otherwise.  dev->mutex held. */
-int sqcq_vdev_check_owner(struct sqcq_vdev *dev);
-bool sqcq_vdev_any_running(struct sqcq_vdev *dev);
+int vhost_dev_check_owner(struct vhost_dev *dev);
+bool vhost_dev_any_running(struct vhost_dev *dev);
+
+/* Whether the worker must leave the poll loop (stop, or a fatal signal). */
+bool vhost_worker_should_stop(struct vhost_worker *w);
+/*
+ * Whether @vq is served by the default worker, the poll thread.  vq->mutex
+ * or poll_lock held.
+ */
+bool vhost_vq_on_poller(struct vhost_vq *vq);
+/* The id of @vq's worker (0: the default one), -1 for none.  Any context. */
+int vhost_vq_worker_id(struct vhost_vq *vq);
+/* The CPUs the worker runs on when poll_cpu binds it nowhere. */
+const struct cpumask *vhost_worker_unbound_cpus(struct vhost_dev *dev);
 
 /* Features the core and the device offer (split ring only). */
-u64 sqcq_vdev_offered_features(const struct sqcq_vdev *dev);
+u64 vhost_dev_offered_features(const struct vhost_dev *dev);
 
-static inline bool sqcq_vdev_has_feature(struct sqcq_vdev *dev,
+static inline bool vhost_dev_has_feature(struct vhost_dev *dev,
 					 unsigned int bit)
 {
 	return READ_ONCE(dev->features) & BIT_ULL(bit);
@@ -224,19 +292,19 @@ static inline bool sqcq_vdev_has_feature(struct sqcq_vdev *dev,
  * Pop the next request.  Returns 1 with @req filled, 0 when the ring is
  * empty, or a negative errno after marking the ring broken.
  */
-int sqcq_vq_pop(struct sqcq_vq *vq, struct sqcq_req *req);
+int vhost_vq_pop(struct vhost_vq *vq, struct vhost_req *req);
 /* Publish one used entry (no signal). */
-int sqcq_vq_push_used(struct sqcq_vq *vq, u16 head, u32 len);
+int vhost_vq_push_used(struct vhost_vq *vq, u16 head, u32 len);
 /* Signal the call eventfd if the driver wants it (the ONE decision point). */
-void sqcq_vq_notify(struct sqcq_vq *vq);
+void vhost_vq_notify(struct vhost_vq *vq);
 /* Suppress kicks while serving the ring. */
-void sqcq_vq_disable_kicks(struct sqcq_vq *vq);
+void vhost_vq_disable_kicks(struct vhost_vq *vq);
 /* Ask for kicks again; true when the ring gained entries meanwhile. */
-bool sqcq_vq_enable_kicks(struct sqcq_vq *vq);
+bool vhost_vq_enable_kicks(struct vhost_vq *vq);
 /* Queue @vq for the worker (as a kick would). */
-void sqcq_vq_queue_work(struct sqcq_vq *vq);
+void vhost_vq_queue_work(struct vhost_vq *vq);
 /* Mark the ring broken and signal the err eventfd. */
-void sqcq_vq_fail(struct sqcq_vq *vq, const char *why);
+void vhost_vq_fail(struct vhost_vq *vq, const char *why);
 
 /*
  * Lines a guest or a VMM can trigger at will (SQ/CQ negotiated, refused or
@@ -244,11 +312,11 @@ void sqcq_vq_fail(struct sqcq_vq *vq, const char *why);
  * limit for the whole module: a storm of setup/teardown/close cycles gives
  * a handful of lines, not one per cycle.  vhost_scsi_sqcq.c defines it.
  */
-extern struct ratelimit_state sqcq_lifecycle_rs;
+extern struct ratelimit_state vhost_lifecycle_rs;
 
-#define sqcq_lifecycle_log(level, fmt, ...)				\
+#define vhost_lifecycle_log(level, fmt, ...)				\
 	do {								\
-		if (__ratelimit(&sqcq_lifecycle_rs))			\
+		if (__ratelimit(&vhost_lifecycle_rs))			\
 			printk(level pr_fmt(fmt), ##__VA_ARGS__);	\
 	} while (0)
 
@@ -256,7 +324,7 @@ extern struct ratelimit_state sqcq_lifecycle_rs;
 #define SQCQ_REQ_ASYNC	U32_MAX
 
 /**
- * sqcq_vq_serve_sync() - serve a ring with a per-request handler
+ * vhost_vq_serve_sync() - serve a ring with a per-request handler
  * @vq: the ring; vq->mutex held (the worker, from handle_vq())
  * @one: handles one popped request and returns the bytes it wrote to the
  *       request's writable part, or %SQCQ_REQ_ASYNC when the request
@@ -265,13 +333,13 @@ extern struct ratelimit_state sqcq_lifecycle_rs;
  *
  * Handles kick suppression, the weight limit and the call signal.
  */
-void sqcq_vq_serve_sync(struct sqcq_vq *vq,
-			u32 (*one)(struct sqcq_vq *vq, struct sqcq_req *req));
+void vhost_vq_serve_sync(struct vhost_vq *vq,
+			 u32 (*one)(struct vhost_vq *vq, struct vhost_req *req));
 
 /* ---- SQ/CQ doorbells (host/vhost_sqcq.c) ---- */
 
 /**
- * __sqcq_doorbells_attach() - install a guest's doorbell area
+ * __vhost_doorbells_attach() - install a guest's doorbell area
  * @dev: the device; poll_lock held (the worker, serving the control queue)
  * @umem: the memory table of the queue the setup request came on
  * @gpa: the area's guest address; [@gpa, @gpa + @len) must lie in one
@@ -285,12 +353,12 @@ void sqcq_vq_serve_sync(struct sqcq_vq *vq,
  *
  * Return: an SQCQ_S_* status.
  */
-int __sqcq_doorbells_attach(struct sqcq_vdev *dev,
-			    const struct sqcq_umem *umem, u64 gpa, u32 len,
+int __vhost_doorbells_attach(struct vhost_dev *dev,
+			     const struct vhost_umem *umem, u64 gpa, u32 len,
 			    unsigned int first_vq, unsigned int nq,
 			    bool sq_poll);
 /**
- * __sqcq_doorbells_detach() - stop polling for good and unmap the area
+ * __vhost_doorbells_detach() - stop polling for good and unmap the area
  * @dev: the device; poll_lock held
  * @why: for the log line
  *
@@ -299,42 +367,62 @@ int __sqcq_doorbells_attach(struct sqcq_vdev *dev,
  *
  * Return: false when no area was installed.
  */
-bool __sqcq_doorbells_detach(struct sqcq_vdev *dev, const char *why);
+bool __vhost_doorbells_detach(struct vhost_dev *dev, const char *why);
 /* The same from any context that holds no vq->mutex. */
-void sqcq_doorbells_detach(struct sqcq_vdev *dev, const char *why);
+void vhost_doorbells_detach(struct vhost_dev *dev, const char *why);
+/* Whether @vq is polled through the area; poll_lock held. */
+bool vhost_doorbells_cover(struct vhost_dev *dev, const struct vhost_vq *vq);
 /* After a new memory table: keep the area only if it still maps the same. */
-void sqcq_doorbells_revalidate(struct sqcq_vdev *dev,
-			       const struct sqcq_umem *umem);
+void vhost_doorbells_revalidate(struct vhost_dev *dev,
+				const struct vhost_umem *umem);
 /**
- * sqcq_poll_run() - the SQ/CQ poll loop of a device's worker
- * @dev: the device; called by its worker without poll_lock
+ * vhost_sqcq_poll_run() - the SQ/CQ poll loop of a device's default worker
+ * @w: the default worker (the caller), without poll_lock
  *
  * Runs for as long as doorbells with SQ polling are installed: the whole
  * polling policy and the sleep handshake (host/vhost_sqcq.c).  Returns when
  * they are gone or the worker must stop.
  */
-void sqcq_poll_run(struct sqcq_vdev *dev);
+void vhost_sqcq_poll_run(struct vhost_worker *w);
+/*
+ * The shared pollers (poll_shared): at most one kernel thread per CPU of
+ * poll_cpu watches the SQ doorbells of every device whose worker is
+ * parked on it (host/vhost_sqcq.c).  Stopped at module exit, when no
+ * device is left.
+ */
+void vhost_poll_groups_exit(void);
+void vhost_poll_groups_show(struct seq_file *m);
+/* Wake worker @w (a kick, or the shared poller handing a device back). */
+void vhost_worker_wake(struct vhost_worker *w);
 /**
- * sqcq_doorbells_publish_cq() - publish a ring's CQ doorbell
+ * vhost_doorbells_publish_cq() - publish a ring's CQ doorbell
  * @vq: the ring, vq->mutex held; its used ring is written
+ * @cq: its CQ doorbell, read once (see vhost_vq_notify())
  *
- * The completion side of the handshake, from sqcq_vq_notify().
+ * The completion side of the handshake, from vhost_vq_notify().
  *
  * Return: true when the guest's poller asked for an interrupt.
  */
-bool sqcq_doorbells_publish_cq(struct sqcq_vq *vq);
-const struct sqcq_mem_region *sqcq_umem_lookup(const struct sqcq_umem *umem,
-					       u64 gpa);
-void sqcq_worker_serve(struct sqcq_vq *vq);
-/* Worker, poll_lock held: serve every pending queue; true if any. */
-bool sqcq_worker_serve_pending(struct sqcq_vdev *dev);
-/* Whether a queue is pending (a kick or a completion not served yet). */
-bool sqcq_worker_has_pending(struct sqcq_vdev *dev);
+bool vhost_doorbells_publish_cq(struct vhost_vq *vq, struct vring_cq *cq);
+const struct vhost_mem_region *vhost_umem_lookup(const struct vhost_umem *umem,
+						 u64 gpa);
+/*
+ * Serve @vq as worker @w (NULL: the reaper, for stopped rings only).  A
+ * queue that moved to another worker meanwhile is left to that one.
+ */
+void vhost_worker_serve(struct vhost_vq *vq, struct vhost_worker *w);
+/*
+ * Worker @w (poll_lock held for the default one): serve each of its
+ * pending queues; true if any.
+ */
+bool vhost_worker_serve_pending(struct vhost_worker *w);
+/* Whether a queue of @w is pending (a kick or a completion not served yet). */
+bool vhost_worker_has_pending(struct vhost_worker *w);
 
 /* Copy between a request's segments and a kernel buffer. */
-size_t sqcq_req_copy_from(const struct sqcq_req *req, void *buf,
-			  size_t len);
-size_t sqcq_req_copy_to(const struct sqcq_req *req, size_t offset,
-			const void *buf, size_t len);
+size_t vhost_req_copy_from(const struct vhost_req *req, void *buf,
+			   size_t len);
+size_t vhost_req_copy_to(const struct vhost_req *req, size_t offset,
+			 const void *buf, size_t len);
 
 #endif /* SQCQ_VHOST_H */

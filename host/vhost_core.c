@@ -8,25 +8,21 @@
  * validated before use; a ring that breaks the rules is marked broken (and
  * the err eventfd signalled) instead of being trusted.
  */
-#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
-
 #include <linux/cgroup.h>
 #include <linux/file.h>
 #include <linux/kthread.h>
 #include <linux/log2.h>
 #include <linux/mm.h>
+#include <linux/nospec.h>
 #include <linux/overflow.h>
+#include <linux/sched/isolation.h>
+#include <linux/sched/signal.h>
 #include <linux/sched/mm.h>
 #include <linux/slab.h>
 #include <linux/sort.h>
 #include <linux/uaccess.h>
 
-#include "sqcq_compat.h"
 #include "sqcq_vhost.h"
-
-#ifndef VHOST_FILE_UNBIND
-#define VHOST_FILE_UNBIND	-1
-#endif
 
 /* Ring features of this core; the device adds its own (ops->features). */
 #define SQCQ_RING_FEATURES	(BIT_ULL(VIRTIO_F_VERSION_1) |		\
@@ -48,70 +44,70 @@
 /* Descriptors a chain walk reads between two scheduling points. */
 #define SQCQ_WALK_RESCHED	256u
 
-struct sqcq_desc {
+struct vhost_desc {
 	__le64 addr;
 	__le32 len;
 	__le16 flags;
 	__le16 next;
 };
 
-struct sqcq_used_elem {
+struct vhost_used_elem {
 	__le32 id;
 	__le32 len;
 };
 
-static size_t sqcq_avail_bytes(unsigned int num)
+static size_t vhost_avail_bytes(unsigned int num)
 {
 	return 4 + 2 * (size_t)num + 2;
 }
 
-static size_t sqcq_used_bytes(unsigned int num)
+static size_t vhost_used_bytes(unsigned int num)
 {
-	return 4 + sizeof(struct sqcq_used_elem) * (size_t)num + 2;
+	return 4 + sizeof(struct vhost_used_elem) * (size_t)num + 2;
 }
 
-static __le16 __user *sqcq_avail_flags(struct sqcq_vq *vq)
+static __le16 __user *vhost_avail_flags(struct vhost_vq *vq)
 {
 	return vq->avail;
 }
 
-static __le16 __user *sqcq_avail_idx(struct sqcq_vq *vq)
+static __le16 __user *vhost_avail_idx(struct vhost_vq *vq)
 {
 	return vq->avail + 2;
 }
 
-static __le16 __user *sqcq_avail_entry(struct sqcq_vq *vq, u16 idx)
+static __le16 __user *vhost_avail_entry(struct vhost_vq *vq, u16 idx)
 {
 	return vq->avail + 4 + 2 * (idx & (vq->num - 1));
 }
 
-static __le16 __user *sqcq_used_event(struct sqcq_vq *vq)
+static __le16 __user *vhost_used_event(struct vhost_vq *vq)
 {
 	return vq->avail + 4 + 2 * vq->num;
 }
 
-static __le16 __user *sqcq_used_flags(struct sqcq_vq *vq)
+static __le16 __user *vhost_used_flags(struct vhost_vq *vq)
 {
 	return vq->used;
 }
 
-static __le16 __user *sqcq_used_idx(struct sqcq_vq *vq)
+static __le16 __user *vhost_used_idx(struct vhost_vq *vq)
 {
 	return vq->used + 2;
 }
 
-static void __user *sqcq_used_entry(struct sqcq_vq *vq, u16 idx)
+static void __user *vhost_used_entry(struct vhost_vq *vq, u16 idx)
 {
 	return vq->used + 4 +
-	       sizeof(struct sqcq_used_elem) * (idx & (vq->num - 1));
+	       sizeof(struct vhost_used_elem) * (idx & (vq->num - 1));
 }
 
-static __le16 __user *sqcq_avail_event(struct sqcq_vq *vq)
+static __le16 __user *vhost_avail_event(struct vhost_vq *vq)
 {
-	return vq->used + 4 + sizeof(struct sqcq_used_elem) * vq->num;
+	return vq->used + 4 + sizeof(struct vhost_used_elem) * vq->num;
 }
 
-u64 sqcq_vdev_offered_features(const struct sqcq_vdev *dev)
+u64 vhost_dev_offered_features(const struct vhost_dev *dev)
 {
 	return SQCQ_RING_FEATURES | dev->ops->features;
 }
@@ -121,8 +117,8 @@ u64 sqcq_vdev_offered_features(const struct sqcq_vdev *dev)
 /* ------------------------------------------------------------------ */
 
 /* The region holding @gpa, or NULL.  Binary search over the sorted table. */
-static const struct sqcq_mem_region *
-sqcq_umem_find(const struct sqcq_umem *umem, u64 gpa)
+static const struct vhost_mem_region *
+vhost_umem_find(const struct vhost_umem *umem, u64 gpa)
 {
 	unsigned int lo = 0, hi;
 
@@ -131,7 +127,7 @@ sqcq_umem_find(const struct sqcq_umem *umem, u64 gpa)
 	hi = umem->nregions;
 	while (lo < hi) {
 		unsigned int mid = lo + (hi - lo) / 2;
-		const struct sqcq_mem_region *r = &umem->r[mid];
+		const struct vhost_mem_region *r = &umem->r[mid];
 
 		if (gpa < r->gpa)
 			hi = mid;
@@ -147,7 +143,7 @@ sqcq_umem_find(const struct sqcq_umem *umem, u64 gpa)
  * True when [@gpa, @gpa + @len) runs past 2^64: walked region by region it
  * would go on at guest-physical 0.
  */
-static bool sqcq_gpa_wraps(u64 gpa, u64 len)
+static bool vhost_gpa_wraps(u64 gpa, u64 len)
 {
 	u64 last;
 
@@ -155,13 +151,13 @@ static bool sqcq_gpa_wraps(u64 gpa, u64 len)
 }
 
 /* Copy @len bytes of guest memory at @gpa, across regions if need be. */
-static int sqcq_copy_from_guest(struct sqcq_vq *vq, void *buf, u64 gpa,
-				size_t len)
+static int vhost_copy_from_guest(struct vhost_vq *vq, void *buf, u64 gpa,
+				 size_t len)
 {
-	if (sqcq_gpa_wraps(gpa, len))
+	if (vhost_gpa_wraps(gpa, len))
 		return -EFAULT;
 	while (len) {
-		const struct sqcq_mem_region *r = sqcq_umem_find(vq->umem, gpa);
+		const struct vhost_mem_region *r = vhost_umem_find(vq->umem, gpa);
 		u64 chunk;
 
 		if (!r)
@@ -178,15 +174,15 @@ static int sqcq_copy_from_guest(struct sqcq_vq *vq, void *buf, u64 gpa,
 	return 0;
 }
 
-const struct sqcq_mem_region *sqcq_umem_lookup(const struct sqcq_umem *umem,
-					       u64 gpa)
+const struct vhost_mem_region *vhost_umem_lookup(const struct vhost_umem *umem,
+						 u64 gpa)
 {
-	return sqcq_umem_find(umem, gpa);
+	return vhost_umem_find(umem, gpa);
 }
 
-static int sqcq_region_cmp(const void *a, const void *b)
+static int vhost_region_cmp(const void *a, const void *b)
 {
-	const struct sqcq_mem_region *ra = a, *rb = b;
+	const struct vhost_mem_region *ra = a, *rb = b;
 
 	if (ra->gpa < rb->gpa)
 		return -1;
@@ -206,11 +202,11 @@ static int sqcq_region_cmp(const void *a, const void *b)
  * guest ranges on the same user memory) are fine.  Zero regions is a valid,
  * empty table: every translation then fails.
  */
-static struct sqcq_umem *sqcq_umem_build(void __user *argp)
+static struct vhost_umem *vhost_umem_build(void __user *argp)
 {
 	struct vhost_memory_region *in = NULL;
 	struct vhost_memory hdr;
-	struct sqcq_umem *umem;
+	struct vhost_umem *umem;
 	unsigned int i;
 	int ret;
 
@@ -264,7 +260,7 @@ static struct sqcq_umem *sqcq_umem_build(void __user *argp)
 		umem->r[i].uaddr = v->userspace_addr;
 	}
 
-	sort(umem->r, umem->nregions, sizeof(umem->r[0]), sqcq_region_cmp,
+	sort(umem->r, umem->nregions, sizeof(umem->r[0]), vhost_region_cmp,
 	     NULL);
 	for (i = 1; i < umem->nregions; i++) {
 		if (umem->r[i].gpa <= umem->r[i - 1].last) {
@@ -287,13 +283,13 @@ err:
 	return ERR_PTR(ret);
 }
 
-static long sqcq_set_mem_table(struct sqcq_vdev *dev, void __user *argp)
+static long vhost_set_mem_table(struct vhost_dev *dev, void __user *argp)
 {
-	const struct sqcq_umem *old = dev->umem;
-	struct sqcq_umem *umem;
+	const struct vhost_umem *old = dev->umem;
+	struct vhost_umem *umem;
 	unsigned int i;
 
-	umem = sqcq_umem_build(argp);
+	umem = vhost_umem_build(argp);
 	if (IS_ERR(umem))
 		return PTR_ERR(umem);
 	/*
@@ -301,7 +297,7 @@ static long sqcq_set_mem_table(struct sqcq_vdev *dev, void __user *argp)
 	 * table for a whole batch and never the old one after this loop.
 	 */
 	for (i = 0; i < dev->nvqs; i++) {
-		struct sqcq_vq *vq = &dev->vqs[i];
+		struct vhost_vq *vq = &dev->vqs[i];
 
 		mutex_lock(&vq->mutex);
 		vq->umem = umem;
@@ -311,7 +307,7 @@ static long sqcq_set_mem_table(struct sqcq_vdev *dev, void __user *argp)
 	 * A doorbell area stays only where the new table maps it the same.
 	 * After the switch: an attach racing with it used either table.
 	 */
-	sqcq_doorbells_revalidate(dev, umem);
+	vhost_doorbells_revalidate(dev, umem);
 	dev->umem = umem;
 	kvfree(old);
 	return 0;
@@ -322,28 +318,59 @@ static long sqcq_set_mem_table(struct sqcq_vdev *dev, void __user *argp)
 /* ------------------------------------------------------------------ */
 
 /*
- * Mark @vq pending and wake the worker.  Any context (kick wakeups run
- * under the eventfd's wait-queue lock).  test_and_set_bit() is a full
- * barrier when it sets the bit, so the worker, which sets its task state
- * before testing the bits, either sees the bit or is woken.
+ * Mark @vq pending in its worker and wake that worker.  Any context (kick
+ * wakeups run under the eventfd's wait-queue lock).  test_and_set_bit() is
+ * a full barrier when it sets the bit, so the worker, which sets its task
+ * state before testing the bits, either sees the bit or is woken.
+ *
+ * The RCU read section covers the worker: one that lost its last queue is
+ * freed a grace period later (vhost_worker_destroy()), and one that died
+ * with its owner (vhost_worker_killed()) waits for a grace period before
+ * it exits, so whoever saw it here may still wake it.  From then on wakers
+ * see the killed flag and queue the reaper instead.  Before SET_OWNER and
+ * after a reset a queue has no worker and nothing is queued.
  */
-void sqcq_vq_queue_work(struct sqcq_vq *vq)
+void vhost_vq_queue_work(struct vhost_vq *vq)
 {
-	struct sqcq_vdev *dev = vq->dev;
-	struct task_struct *worker;
+	struct vhost_dev *dev = vq->dev;
+	struct vhost_worker *w;
 
-	if (test_and_set_bit(vq->index, dev->pending))
-		return;
-	/* Pairs with the WRITE_ONCE()s in sqcq_owner_set()/_drop(). */
-	worker = READ_ONCE(dev->worker);
-	if (worker)
-		wake_up_process(worker);
+	rcu_read_lock();
+	/* Pairs with rcu_assign_pointer() in vhost_vq_set_worker(). */
+	w = rcu_dereference(vq->worker);
+	if (w && !test_and_set_bit(vq->index, w->pending)) {
+		/* Pairs with WRITE_ONCE() in vhost_worker_killed(). */
+		if (READ_ONCE(w->killed))
+			queue_work(system_dfl_wq, &dev->reap_work);
+		else
+			vhost_worker_wake(w);
+	}
+	rcu_read_unlock();
 }
 
-void sqcq_worker_serve(struct sqcq_vq *vq)
+void vhost_worker_wake(struct vhost_worker *w)
+{
+	if (w->vtsk)
+		vhost_task_wake(w->vtsk);
+	else
+		wake_up_process(w->kthread);
+}
+
+void vhost_worker_serve(struct vhost_vq *vq, struct vhost_worker *w)
 {
 	/* Excludes the vring ioctls: they see the ring idle or not running. */
 	mutex_lock(&vq->mutex);
+	if (w && rcu_dereference_protected(vq->worker,
+					   lockdep_is_held(&vq->mutex)) != w) {
+		/*
+		 * Moved to another worker since it was queued here: the move
+		 * queued it there already unless we took the bit first, so
+		 * queue it again (a spare pass is harmless).
+		 */
+		mutex_unlock(&vq->mutex);
+		vhost_vq_queue_work(vq);
+		return;
+	}
 	if (vq->dev->ops->complete_vq)
 		vq->dev->ops->complete_vq(vq);
 	if (vq->running && !vq->broken)
@@ -351,102 +378,427 @@ void sqcq_worker_serve(struct sqcq_vq *vq)
 	mutex_unlock(&vq->mutex);
 }
 
-bool sqcq_worker_serve_pending(struct sqcq_vdev *dev)
+bool vhost_worker_serve_pending(struct vhost_worker *w)
 {
+	struct vhost_dev *dev = w->dev;
 	bool served = false;
 	unsigned int i;
 
-	lockdep_assert_held(&dev->poll_lock);
-	for_each_set_bit(i, dev->pending, dev->nvqs) {
-		if (!test_and_clear_bit(i, dev->pending))
+	/* The poll thread serves under poll_lock: see vhost_vq_notify(). */
+	if (w->poller)
+		lockdep_assert_held(&dev->poll_lock);
+	for_each_set_bit(i, w->pending, dev->nvqs) {
+		if (!test_and_clear_bit(i, w->pending))
 			continue;
 		__set_current_state(TASK_RUNNING);
 		served = true;
-		sqcq_worker_serve(&dev->vqs[i]);
+		vhost_worker_serve(&dev->vqs[i], w);
 		/* 130 queues of a busy guest: not in one go. */
 		cond_resched();
 	}
 	return served;
 }
 
-bool sqcq_worker_has_pending(struct sqcq_vdev *dev)
+bool vhost_worker_has_pending(struct vhost_worker *w)
 {
-	return !bitmap_empty(dev->pending, dev->nvqs);
+	return !bitmap_empty(w->pending, w->dev->nvqs);
+}
+
+bool vhost_vq_on_poller(struct vhost_vq *vq)
+{
+	struct vhost_worker *w;
+
+	w = rcu_dereference_protected(vq->worker,
+				      lockdep_is_held(&vq->mutex) ||
+				      lockdep_is_held(&vq->dev->poll_lock));
+	return w && w->poller;
+}
+
+int vhost_vq_worker_id(struct vhost_vq *vq)
+{
+	struct vhost_worker *w;
+	int id;
+
+	/* A worker is freed a grace period after its last queue left it. */
+	rcu_read_lock();
+	w = rcu_dereference(vq->worker);
+	id = w ? w->id : -1;
+	rcu_read_unlock();
+	return id;
 }
 
 /*
- * The worker: serves the queues marked pending (kicks, completions) and
- * sleeps when none is.  While doorbells with SQ polling are installed it
- * runs the poll loop instead (sqcq_poll_run(), host/vhost_sqcq.c), which
- * returns here when they go.
+ * A kick on polled @vq, served by a worker of its own, woke only that
+ * worker: wake the device's poll thread, the default worker, too.  It is
+ * found through a queue it serves, under RCU, as vhost_vq_queue_work()
+ * finds a queue's worker (the control queue is one while doorbells are
+ * installed).  A killed one is left to the reaper.  Any context.
  */
-static int sqcq_worker_fn(void *data)
+static void vhost_vq_wake_poller(struct vhost_vq *vq)
 {
-	struct sqcq_vdev *dev = data;
-	bool served, polling;
+	struct vhost_dev *dev = vq->dev;
+	struct vhost_worker *w;
+	unsigned int i;
 
-	/* dev->mm is set before the thread is woken and put after it stops. */
-	kthread_use_mm(dev->mm);
-	for (;;) {
-		/* Excludes doorbell removal while queues are served. */
-		mutex_lock(&dev->poll_lock);
-		/* Task state before the bit tests: see sqcq_vq_queue_work(). */
-		set_current_state(TASK_INTERRUPTIBLE);
-		if (kthread_should_stop()) {
-			__set_current_state(TASK_RUNNING);
-			mutex_unlock(&dev->poll_lock);
+	rcu_read_lock();
+	/* Pairs with rcu_assign_pointer() in vhost_vq_set_worker(). */
+	w = rcu_dereference(vq->worker);
+	/* On the poll thread: the kick woke it already. */
+	if (w && !w->poller) {
+		for (i = 0; i < dev->nvqs; i++) {
+			w = rcu_dereference(dev->vqs[i].worker);
+			if (!w || !w->poller)
+				continue;
+			/* Pairs with WRITE_ONCE() in vhost_worker_killed(). */
+			if (!READ_ONCE(w->killed))
+				vhost_worker_wake(w);
 			break;
 		}
-		served = sqcq_worker_serve_pending(dev);
+	}
+	rcu_read_unlock();
+}
+
+/*
+ * The workers: each serves the queues marked pending in its bitmap (kicks,
+ * completions) and sleeps when none is.  The default worker, while
+ * doorbells with SQ polling are installed, runs the poll loop instead
+ * (vhost_sqcq_poll_run(), host/vhost_sqcq.c), which returns here when they
+ * go.  The other workers never take poll_lock: the poll thread hands them
+ * the doorbells of their queues that moved (vhost_vq_queue_work()), and
+ * they publish those queues' CQ doorbells inside an RCU read section
+ * (vhost_vq_notify()).
+ *
+ * Where the kernel has vhost_task (6.11+), a worker is a thread of the
+ * owner, as with the in-tree vhost: it runs in the owner's mm, shows in
+ * its thread list, is charged to its cgroups (CPU time, memory) and dies
+ * with it.  Elsewhere it is a kthread that uses the owner's mm and is
+ * attached to the owner's cgroups when it is created.
+ *
+ * vhost_worker_step() is one pass, for both: true when it served or
+ * polled (call it again), false with the task state set to
+ * TASK_INTERRUPTIBLE before the last test of the pending bits (schedule()).
+ */
+static void vhost_dev_stop(struct vhost_dev *dev, const char *why);
+
+static bool vhost_worker_step(void *data)
+{
+	struct vhost_worker *w = data;
+	struct vhost_dev *dev = w->dev;
+	bool served, polling = false;
+
+	/* vhost_task calls in TASK_INTERRUPTIBLE; mutex_lock() may sleep. */
+	__set_current_state(TASK_RUNNING);
+	if (!w->poller) {
+		/* Task state before the bit tests: see vhost_vq_queue_work(). */
+		set_current_state(TASK_INTERRUPTIBLE);
+		served = vhost_worker_serve_pending(w);
+	} else {
+		/* Excludes doorbell removal while queues are served. */
+		mutex_lock(&dev->poll_lock);
+		/* Task state before the bit tests: see vhost_vq_queue_work(). */
+		set_current_state(TASK_INTERRUPTIBLE);
+		served = vhost_worker_serve_pending(w);
 		polling = dev->db && dev->db->sq_poll;
 		mutex_unlock(&dev->poll_lock);
-		if (polling) {
-			__set_current_state(TASK_RUNNING);
-			sqcq_poll_run(dev);
-		} else if (served) {
-			__set_current_state(TASK_RUNNING);
-			cond_resched();
-		} else {
-			schedule();
-		}
 	}
-	kthread_unuse_mm(dev->mm);
+	if (polling) {
+		__set_current_state(TASK_RUNNING);
+		vhost_sqcq_poll_run(w);
+		return true;
+	}
+	if (served) {
+		__set_current_state(TASK_RUNNING);
+		cond_resched();
+	}
+	return served;
+}
+
+static int vhost_worker_kthread(void *data)
+{
+	struct vhost_worker *w = data;
+	struct mm_struct *mm = w->dev->mm;
+
+	/* dev->mm is set before any worker starts and put after all stop. */
+	kthread_use_mm(mm);
+	while (!kthread_should_stop()) {
+		if (vhost_worker_step(w))
+			continue;
+		/* After the task state: a kthread_stop() now wakes us. */
+		if (kthread_should_stop()) {
+			__set_current_state(TASK_RUNNING);
+			break;
+		}
+		schedule();
+	}
+	kthread_unuse_mm(mm);
 	return 0;
+}
+
+bool vhost_worker_should_stop(struct vhost_worker *w)
+{
+	if (w->vtsk)
+		return READ_ONCE(w->stop) || signal_pending(current);
+	return kthread_should_stop();
+}
+
+/*
+ * The owner was killed, and this vhost_task worker with it (vhost_task
+ * calls this in the dying thread, unless the device stopped it first).
+ * Nobody may wake the thread once it has exited: flag it, wait until no
+ * waker can still be using it, then let the reaper do what is left.  Each
+ * worker of the device comes here on its own.
+ */
+static void vhost_worker_killed(void *data)
+{
+	struct vhost_worker *w = data;
+	struct vhost_dev *dev = w->dev;
+
+	/* Pairs with READ_ONCE() under rcu_read_lock() in vhost_vq_queue_work(). */
+	WRITE_ONCE(w->killed, true);
+	synchronize_rcu();
+	queue_work(system_dfl_wq, &dev->reap_work);
+	vhost_lifecycle_log(KERN_INFO, "owner %d: worker %u killed with its owner, rings stopped\n",
+			    dev->owner_pid, w->id);
+}
+
+/*
+ * After vhost_worker_killed(): stop every ring and the SQ/CQ polling, and
+ * finish what the target core still hands back for the queues of killed
+ * workers.  complete_vq() of a stopped ring frees its commands without
+ * touching guest memory, which this kworker could not reach; handle_vq()
+ * is never called.  The reaper runs without dev->mutex (a reset waits for it while holding it):
+ * it finds the workers only through vq->worker, under RCU, as wakers do.
+ */
+static void vhost_worker_reap(struct work_struct *work)
+{
+	struct vhost_dev *dev = container_of(work, struct vhost_dev, reap_work);
+	struct vhost_worker *w;
+	unsigned int i;
+	bool mine;
+
+	vhost_dev_stop(dev, "owner killed");
+	for (i = 0; i < dev->nvqs; i++) {
+		rcu_read_lock();
+		w = rcu_dereference(dev->vqs[i].worker);
+		/* Pairs with WRITE_ONCE() in vhost_worker_killed(). */
+		mine = w && READ_ONCE(w->killed) &&
+		       test_and_clear_bit(i, w->pending);
+		rcu_read_unlock();
+		if (!mine)
+			continue;
+		/* As the poll thread would; a setup request then sees it held. */
+		mutex_lock(&dev->poll_lock);
+		vhost_worker_serve(&dev->vqs[i], NULL);
+		mutex_unlock(&dev->poll_lock);
+	}
+}
+
+/*
+ * Start a worker in slot @id of dev->workers, as a thread of the caller
+ * (the owner) where the kernel has vhost_task, else as a kthread in the
+ * caller's cgroups.  dev->mutex held, dev->mm set.
+ */
+static struct vhost_worker *vhost_worker_create(struct vhost_dev *dev,
+						unsigned int id)
+{
+	char name[TASK_COMM_LEN];
+	struct task_struct *kt;
+	struct vhost_task *vtsk;
+	struct vhost_worker *w;
+	int ret;
+
+	lockdep_assert_held(&dev->mutex);
+	w = kzalloc(sizeof(*w), GFP_KERNEL_ACCOUNT);
+	if (!w)
+		return ERR_PTR(-ENOMEM);
+	w->pending = bitmap_zalloc(dev->nvqs, GFP_KERNEL_ACCOUNT);
+	if (!w->pending) {
+		ret = -ENOMEM;
+		goto free;
+	}
+	w->dev = dev;
+	w->id = id;
+	w->poller = !id;
+	/* Every worker of a device has the same name, as upstream's. */
+	snprintf(name, sizeof(name), "vhost-sqcq-%d", dev->owner_pid);
+	vtsk = vhost_task_create(vhost_worker_step, vhost_worker_killed, w,
+				 name);
+	if (!IS_ERR_OR_NULL(vtsk)) {
+		w->vtsk = vtsk;
+		/* Read racily by vhost_worker_unbound_cpus(). */
+		WRITE_ONCE(dev->owner_task, true);
+		vhost_task_start(vtsk);
+		goto done;
+	}
+	if (vtsk != ERR_PTR(-EOPNOTSUPP)) {
+		ret = vtsk ? PTR_ERR(vtsk) : -ENOMEM;
+		goto free;
+	}
+	kt = kthread_create(vhost_worker_kthread, w, "%s", name);
+	if (IS_ERR(kt)) {
+		ret = PTR_ERR(kt);
+		goto free;
+	}
+	/*
+	 * The worker works for the owner: put it in the owner's cgroups, so
+	 * its CPU time and the memory it allocates for the guest
+	 * (GFP_KERNEL_ACCOUNT) are charged to the VM, not to the host.
+	 */
+	ret = cgroup_attach_task_all(current, kt);
+	if (ret) {
+		kthread_stop(kt);
+		goto free;
+	}
+	w->kthread = kt;
+	wake_up_process(kt);
+done:
+	dev->workers[id] = w;
+	return w;
+free:
+	bitmap_free(w->pending);
+	kfree(w);
+	return ERR_PTR(ret);
+}
+
+/*
+ * Stop and free @w, which no queue uses any more (attached == 0, every
+ * vq->worker moved away or cleared) and which was taken out of
+ * dev->workers a grace period ago, so that no waker that read a
+ * vq->worker pointing here before the queue moved is still using it
+ * (rcu_read_lock() in vhost_vq_queue_work()).  dev->mutex held.
+ */
+static void vhost_worker_free(struct vhost_dev *dev, struct vhost_worker *w)
+{
+	unsigned int i;
+
+	lockdep_assert_held(&dev->mutex);
+	WARN_ON_ONCE(w->attached);
+	if (w->kthread)
+		kthread_stop(w->kthread);
+	if (w->vtsk) {
+		/* Leaves the poll loop if it is in it; see vhost_worker_should_stop(). */
+		WRITE_ONCE(w->stop, true);
+		/* Waits for the thread, or only frees it if it was killed. */
+		vhost_task_stop(w->vtsk);
+	}
+	/*
+	 * Bits such a late waker set here: the queue's worker now serves
+	 * it (after a reset there is none, and nothing is left to serve).
+	 */
+	for_each_set_bit(i, w->pending, dev->nvqs)
+		vhost_vq_queue_work(&dev->vqs[i]);
+	bitmap_free(w->pending);
+	kfree(w);
+}
+
+/* The same for one worker, grace period included.  dev->mutex held. */
+static void vhost_worker_destroy(struct vhost_dev *dev, struct vhost_worker *w)
+{
+	lockdep_assert_held(&dev->mutex);
+	dev->workers[w->id] = NULL;
+	synchronize_rcu();
+	vhost_worker_free(dev, w);
+}
+
+/* Every worker of @dev, with one grace period for all.  dev->mutex held. */
+static void vhost_dev_free_workers(struct vhost_dev *dev)
+{
+	struct vhost_worker **ws = dev->workers;
+	unsigned int i;
+
+	lockdep_assert_held(&dev->mutex);
+	synchronize_rcu();
+	for (i = 0; i < dev->nvqs; i++) {
+		if (!ws[i])
+			continue;
+		vhost_worker_free(dev, ws[i]);
+		ws[i] = NULL;
+	}
+}
+
+/*
+ * Point @vq at worker @w (NULL: none).  dev->mutex, poll_lock and the vq
+ * mutex held, so readers holding any of them see it stable, and the worker
+ * that served the ring is not inside it.
+ */
+static void vhost_vq_set_worker(struct vhost_vq *vq, struct vhost_worker *w)
+{
+	struct vhost_dev *dev = vq->dev;
+	struct vhost_worker *old;
+
+	lockdep_assert_held(&dev->mutex);
+	lockdep_assert_held(&dev->poll_lock);
+	lockdep_assert_held(&vq->mutex);
+	old = rcu_dereference_protected(vq->worker,
+					lockdep_is_held(&vq->mutex));
+	if (old)
+		old->attached--;
+	if (w)
+		w->attached++;
+	/*
+	 * Publishes a started worker (vtsk/kthread set); pairs with
+	 * rcu_dereference() in vhost_vq_queue_work().
+	 */
+	rcu_assign_pointer(vq->worker, w);
+	/*
+	 * Work queued for the ring on the old worker goes to the new one.
+	 * A waker still holding the old pointer sets the bit there later:
+	 * the old worker, finding the ring moved, queues it again
+	 * (vhost_worker_serve()), or vhost_worker_destroy() does.
+	 */
+	if (old && w && test_and_clear_bit(vq->index, old->pending))
+		vhost_vq_queue_work(vq);
+}
+
+const struct cpumask *vhost_worker_unbound_cpus(struct vhost_dev *dev)
+{
+	/* A thread of the owner keeps the owner's placement (its cpuset). */
+	if (READ_ONCE(dev->owner_task))
+		return dev->owner_cpus;
+	return housekeeping_cpumask(HK_TYPE_KTHREAD);
 }
 
 /* ------------------------------------------------------------------ */
 /* Eventfds                                                            */
 /* ------------------------------------------------------------------ */
 
-static int sqcq_kick_wake(wait_queue_entry_t *wait, unsigned int mode,
-			  int sync, void *key)
+static int vhost_kick_wake(wait_queue_entry_t *wait, unsigned int mode,
+			   int sync, void *key)
 {
-	struct sqcq_vq *vq = container_of(wait, struct sqcq_vq, kick_wait);
+	struct vhost_vq *vq = container_of(wait, struct vhost_vq, kick_wait);
 
 	if (!(key_to_poll(key) & EPOLLIN))
 		return 0;
 	/* Wakeups of one eventfd are serialised by its wait-queue lock. */
 	WRITE_ONCE(vq->stat_kicks, vq->stat_kicks + 1);
-	sqcq_vq_queue_work(vq);
+	vhost_vq_queue_work(vq);
+	/*
+	 * The guest kicks a polled queue only while the poll thread asks
+	 * for it (SQ NEED_WAKEUP: it sleeps or yields).  It must poll again
+	 * and stop asking, also when another worker serves the queue.  A
+	 * racy read: a spare wakeup is harmless.
+	 */
+	if (READ_ONCE(vq->sq))
+		vhost_vq_wake_poller(vq);
 	return 0;
 }
 
-static void sqcq_kick_queue_proc(struct file *file, wait_queue_head_t *wqh,
-				 poll_table *pt)
+static void vhost_kick_queue_proc(struct file *file, wait_queue_head_t *wqh,
+				  poll_table *pt)
 {
-	struct sqcq_vq *vq = container_of(pt, struct sqcq_vq, kick_pt);
+	struct vhost_vq *vq = container_of(pt, struct vhost_vq, kick_pt);
 
 	vq->kick_wqh = wqh;
 	add_wait_queue(wqh, &vq->kick_wait);
 }
 
 /* Stop polling the kick eventfd.  vq->mutex held. */
-static void sqcq_kick_unbind(struct sqcq_vq *vq)
+static void vhost_kick_unbind(struct vhost_vq *vq)
 {
 	lockdep_assert_held(&vq->mutex);
 	/*
 	 * remove_wait_queue() takes the eventfd's wait-queue lock, under
-	 * which sqcq_kick_wake() runs: once it returns no wakeup is running
+	 * which vhost_kick_wake() runs: once it returns no wakeup is running
 	 * or will run for this entry.
 	 */
 	if (vq->kick_wqh)
@@ -458,20 +810,20 @@ static void sqcq_kick_unbind(struct sqcq_vq *vq)
 }
 
 /* Start polling @file; true when a kick is already pending. */
-static bool sqcq_kick_bind(struct sqcq_vq *vq, struct file *file)
+static bool vhost_kick_bind(struct vhost_vq *vq, struct file *file)
 {
 	__poll_t mask;
 
 	vq->kick_file = file;
 	vq->kick_wqh = NULL;
-	init_waitqueue_func_entry(&vq->kick_wait, sqcq_kick_wake);
-	init_poll_funcptr(&vq->kick_pt, sqcq_kick_queue_proc);
+	init_waitqueue_func_entry(&vq->kick_wait, vhost_kick_wake);
+	init_poll_funcptr(&vq->kick_pt, vhost_kick_queue_proc);
 	mask = vfs_poll(file, &vq->kick_pt);
 	return mask & EPOLLIN;
 }
 
 /* Resolve an eventfd number; NULL for VHOST_FILE_UNBIND. */
-static struct eventfd_ctx *sqcq_eventfd_get(int fd)
+static struct eventfd_ctx *vhost_eventfd_get(int fd)
 {
 	if (fd == VHOST_FILE_UNBIND)
 		return NULL;
@@ -480,8 +832,8 @@ static struct eventfd_ctx *sqcq_eventfd_get(int fd)
 	return eventfd_ctx_fdget(fd);
 }
 
-static void sqcq_eventfd_swap(struct eventfd_ctx **slot,
-			      struct eventfd_ctx *ctx)
+static void vhost_eventfd_swap(struct eventfd_ctx **slot,
+			       struct eventfd_ctx *ctx)
 {
 	if (*slot)
 		eventfd_ctx_put(*slot);
@@ -492,22 +844,22 @@ static void sqcq_eventfd_swap(struct eventfd_ctx **slot,
 /* Split ring engine                                                   */
 /* ------------------------------------------------------------------ */
 
-void sqcq_vq_fail(struct sqcq_vq *vq, const char *why)
+void vhost_vq_fail(struct vhost_vq *vq, const char *why)
 {
 	if (!vq->broken)
 		pr_warn_ratelimited("owner %d vq %u: %s; queue stopped until restarted\n",
 				    vq->dev->owner_pid, vq->index, why);
 	vq->broken = true;
 	if (vq->err_ctx)
-		sqcq_eventfd_signal(vq->err_ctx);
+		eventfd_signal(vq->err_ctx);
 }
 
 /* Add guest range [gpa, gpa + len) to @req, split by memory region. */
-static int sqcq_req_add(struct sqcq_vq *vq, struct sqcq_req *req, u64 gpa,
-			u32 len, bool writable)
+static int vhost_req_add(struct vhost_vq *vq, struct vhost_req *req, u64 gpa,
+			 u32 len, bool writable)
 {
 	/* Refused before any segment is added. */
-	if (sqcq_gpa_wraps(gpa, len))
+	if (vhost_gpa_wraps(gpa, len))
 		return -EFAULT;
 	if (!writable && req->in_cnt)
 		return -EINVAL;	/* readable after writable */
@@ -517,7 +869,7 @@ static int sqcq_req_add(struct sqcq_vq *vq, struct sqcq_req *req, u64 gpa,
 		req->out_len += len;
 
 	while (len) {
-		const struct sqcq_mem_region *r = sqcq_umem_find(vq->umem, gpa);
+		const struct vhost_mem_region *r = vhost_umem_find(vq->umem, gpa);
 		struct iovec *iov;
 		u64 chunk;
 
@@ -550,15 +902,15 @@ static int sqcq_req_add(struct sqcq_vq *vq, struct sqcq_req *req, u64 gpa,
  * chain, 1 with *@next set when the chain goes on (to an index below
  * @count), or a negative errno.
  */
-static int sqcq_chain_step(struct sqcq_vq *vq, struct sqcq_req *req,
-			   const struct sqcq_desc *d, unsigned int count,
+static int vhost_chain_step(struct vhost_vq *vq, struct vhost_req *req,
+			    const struct vhost_desc *d, unsigned int count,
 			   unsigned int *next)
 {
 	u16 flags = le16_to_cpu(d->flags);
 	int ret;
 
-	ret = sqcq_req_add(vq, req, le64_to_cpu(d->addr), le32_to_cpu(d->len),
-			   flags & VRING_DESC_F_WRITE);
+	ret = vhost_req_add(vq, req, le64_to_cpu(d->addr), le32_to_cpu(d->len),
+			    flags & VRING_DESC_F_WRITE);
 	if (ret)
 		return ret;
 	if (!(flags & VRING_DESC_F_NEXT))
@@ -568,13 +920,13 @@ static int sqcq_chain_step(struct sqcq_vq *vq, struct sqcq_req *req,
 }
 
 /* Walk an indirect table (the descriptor @ind points at). */
-static int sqcq_walk_indirect(struct sqcq_vq *vq, struct sqcq_req *req,
-			      const struct sqcq_desc *ind)
+static int vhost_walk_indirect(struct vhost_vq *vq, struct vhost_req *req,
+			       const struct vhost_desc *ind)
 {
 	u64 base = le64_to_cpu(ind->addr);
 	u32 len = le32_to_cpu(ind->len);
 	unsigned int count, left, i = 0;
-	struct sqcq_desc d;
+	struct vhost_desc d;
 	int ret;
 
 	if (!len || len % SQCQ_DESC_SIZE)
@@ -588,13 +940,13 @@ static int sqcq_walk_indirect(struct sqcq_vq *vq, struct sqcq_req *req,
 		/* Up to 32768 entries: let others run now and then. */
 		if (!(left % SQCQ_WALK_RESCHED))
 			cond_resched();
-		ret = sqcq_copy_from_guest(vq, &d, base + (u64)i * SQCQ_DESC_SIZE,
-					   sizeof(d));
+		ret = vhost_copy_from_guest(vq, &d, base + (u64)i * SQCQ_DESC_SIZE,
+					    sizeof(d));
 		if (ret)
 			return ret;
 		if (le16_to_cpu(d.flags) & VRING_DESC_F_INDIRECT)
 			return -EINVAL;	/* nested indirect */
-		ret = sqcq_chain_step(vq, req, &d, count, &i);
+		ret = vhost_chain_step(vq, req, &d, count, &i);
 		if (ret <= 0)
 			return ret;
 	}
@@ -605,10 +957,10 @@ static int sqcq_walk_indirect(struct sqcq_vq *vq, struct sqcq_req *req,
  * most once per chain (num visits), each of an indirect table at most once
  * (count visits), so loops end with -ELOOP.
  */
-static int sqcq_walk_chain(struct sqcq_vq *vq, struct sqcq_req *req, u16 head)
+static int vhost_walk_chain(struct vhost_vq *vq, struct vhost_req *req, u16 head)
 {
 	unsigned int left, i = head;
-	struct sqcq_desc d;
+	struct vhost_desc d;
 	int ret;
 
 	req->head = head;
@@ -629,19 +981,19 @@ static int sqcq_walk_chain(struct sqcq_vq *vq, struct sqcq_req *req, u16 head)
 			return -EFAULT;
 		flags = le16_to_cpu(d.flags);
 		if (flags & VRING_DESC_F_INDIRECT) {
-			if (!sqcq_vdev_has_feature(vq->dev,
+			if (!vhost_dev_has_feature(vq->dev,
 						   VIRTIO_RING_F_INDIRECT_DESC) ||
 			    (flags & VRING_DESC_F_NEXT))
 				return -EINVAL;
-			return sqcq_walk_indirect(vq, req, &d);
+			return vhost_walk_indirect(vq, req, &d);
 		}
-		ret = sqcq_chain_step(vq, req, &d, vq->num, &i);
+		ret = vhost_chain_step(vq, req, &d, vq->num, &i);
 		if (ret <= 0)
 			return ret;
 	}
 }
 
-static const char *sqcq_chain_error(int err)
+static const char *vhost_chain_error(int err)
 {
 	switch (err) {
 	case -ELOOP:
@@ -655,7 +1007,7 @@ static const char *sqcq_chain_error(int err)
 	}
 }
 
-int sqcq_vq_pop(struct sqcq_vq *vq, struct sqcq_req *req)
+int vhost_vq_pop(struct vhost_vq *vq, struct vhost_req *req)
 {
 	__le16 raw;
 	u16 head;
@@ -665,13 +1017,13 @@ int sqcq_vq_pop(struct sqcq_vq *vq, struct sqcq_req *req)
 	if (vq->avail_idx_cache == vq->last_avail_idx) {
 		u16 idx;
 
-		if (get_user(raw, sqcq_avail_idx(vq))) {
-			sqcq_vq_fail(vq, "cannot read avail->idx");
+		if (get_user(raw, vhost_avail_idx(vq))) {
+			vhost_vq_fail(vq, "cannot read avail->idx");
 			return -EFAULT;
 		}
 		idx = le16_to_cpu(raw);
 		if ((u16)(idx - vq->last_avail_idx) > vq->num) {
-			sqcq_vq_fail(vq, "avail->idx moved by more than the ring size");
+			vhost_vq_fail(vq, "avail->idx moved by more than the ring size");
 			return -EINVAL;
 		}
 		vq->avail_idx_cache = idx;
@@ -685,18 +1037,18 @@ int sqcq_vq_pop(struct sqcq_vq *vq, struct sqcq_req *req)
 		smp_rmb();
 	}
 
-	if (get_user(raw, sqcq_avail_entry(vq, vq->last_avail_idx))) {
-		sqcq_vq_fail(vq, "cannot read avail->ring");
+	if (get_user(raw, vhost_avail_entry(vq, vq->last_avail_idx))) {
+		vhost_vq_fail(vq, "cannot read avail->ring");
 		return -EFAULT;
 	}
 	head = le16_to_cpu(raw);
 	if (head >= vq->num) {
-		sqcq_vq_fail(vq, "avail head index out of range");
+		vhost_vq_fail(vq, "avail head index out of range");
 		return -EINVAL;
 	}
-	ret = sqcq_walk_chain(vq, req, head);
+	ret = vhost_walk_chain(vq, req, head);
 	if (ret) {
-		sqcq_vq_fail(vq, sqcq_chain_error(ret));
+		vhost_vq_fail(vq, vhost_chain_error(ret));
 		return ret;
 	}
 	vq->last_avail_idx++;
@@ -704,17 +1056,17 @@ int sqcq_vq_pop(struct sqcq_vq *vq, struct sqcq_req *req)
 	return 1;
 }
 
-int sqcq_vq_push_used(struct sqcq_vq *vq, u16 head, u32 len)
+int vhost_vq_push_used(struct vhost_vq *vq, u16 head, u32 len)
 {
-	struct sqcq_used_elem e = {
+	struct vhost_used_elem e = {
 		.id = cpu_to_le32(head),
 		.len = cpu_to_le32(len),
 	};
 
 	lockdep_assert_held(&vq->mutex);
-	if (copy_to_user(sqcq_used_entry(vq, vq->last_used_idx), &e,
+	if (copy_to_user(vhost_used_entry(vq, vq->last_used_idx), &e,
 			 sizeof(e))) {
-		sqcq_vq_fail(vq, "cannot write used->ring");
+		vhost_vq_fail(vq, "cannot write used->ring");
 		return -EFAULT;
 	}
 	/*
@@ -722,8 +1074,8 @@ int sqcq_vq_push_used(struct sqcq_vq *vq, u16 head, u32 len)
 	 * driver's read barrier between reading used->idx and the entries.
 	 */
 	smp_wmb();
-	if (put_user(cpu_to_le16(vq->last_used_idx + 1), sqcq_used_idx(vq))) {
-		sqcq_vq_fail(vq, "cannot write used->idx");
+	if (put_user(cpu_to_le16(vq->last_used_idx + 1), vhost_used_idx(vq))) {
+		vhost_vq_fail(vq, "cannot write used->idx");
 		return -EFAULT;
 	}
 	vq->last_used_idx++;
@@ -734,11 +1086,11 @@ int sqcq_vq_push_used(struct sqcq_vq *vq, u16 head, u32 len)
 }
 
 /*
- * Classic interrupt suppression (flags / used_event).  sqcq_vq_notify() is
+ * Classic interrupt suppression (flags / used_event).  vhost_vq_notify() is
  * the one place that decides whether the driver gets an interrupt: it uses
  * this, or the CQ doorbell handshake when the queue is in SQ/CQ mode.
  */
-static bool sqcq_vq_should_signal(struct sqcq_vq *vq)
+static bool vhost_vq_should_signal(struct vhost_vq *vq)
 {
 	u16 old, new, event;
 	bool valid;
@@ -752,15 +1104,15 @@ static bool sqcq_vq_should_signal(struct sqcq_vq *vq)
 	 */
 	smp_mb();
 
-	if (sqcq_vdev_has_feature(vq->dev, VIRTIO_F_NOTIFY_ON_EMPTY)) {
-		if (get_user(raw, sqcq_avail_idx(vq)))
+	if (vhost_dev_has_feature(vq->dev, VIRTIO_F_NOTIFY_ON_EMPTY)) {
+		if (get_user(raw, vhost_avail_idx(vq)))
 			return true;
 		if (le16_to_cpu(raw) == vq->last_avail_idx)
 			return true;
 	}
 
-	if (!sqcq_vdev_has_feature(vq->dev, VIRTIO_RING_F_EVENT_IDX)) {
-		if (get_user(raw, sqcq_avail_flags(vq)))
+	if (!vhost_dev_has_feature(vq->dev, VIRTIO_RING_F_EVENT_IDX)) {
+		if (get_user(raw, vhost_avail_flags(vq)))
 			return true;
 		return !(le16_to_cpu(raw) & VRING_AVAIL_F_NO_INTERRUPT);
 	}
@@ -772,52 +1124,67 @@ static bool sqcq_vq_should_signal(struct sqcq_vq *vq)
 	vq->signalled_used_valid = true;
 	if (!valid)
 		return true;
-	if (get_user(raw, sqcq_used_event(vq)))
+	if (get_user(raw, vhost_used_event(vq)))
 		return true;
 	event = le16_to_cpu(raw);
 	/* Signal when used_event lies in (old, new]: virtio 1.x 2.7.10. */
 	return (u16)(new - event - 1) < (u16)(new - old);
 }
 
-void sqcq_vq_notify(struct sqcq_vq *vq)
+void vhost_vq_notify(struct vhost_vq *vq)
 {
+	struct vring_cq *cq;
+	bool saved;
+
 	lockdep_assert_held(&vq->mutex);
-	/* Worker only: vq->cq cannot change under us (poll_lock). */
-	if (vq->cq) {
-		if (!sqcq_doorbells_publish_cq(vq)) {
+	/*
+	 * Workers only.  On the poll thread vq->cq cannot change under us
+	 * (poll_lock).  Another worker reads it once, in an RCU read section
+	 * that __vhost_doorbells_detach() waits for before it unmaps the
+	 * area; the address dependency pairs with the release store in
+	 * __vhost_doorbells_attach().
+	 */
+	rcu_read_lock();
+	cq = READ_ONCE(vq->cq);
+	if (cq) {
+		saved = !vhost_doorbells_publish_cq(vq, cq);
+		rcu_read_unlock();
+		if (saved) {
 			WRITE_ONCE(vq->stat_calls_saved, vq->stat_calls_saved + 1);
 			return;
 		}
-	} else if (!sqcq_vq_should_signal(vq)) {
-		return;
+	} else {
+		rcu_read_unlock();
+		if (!vhost_vq_should_signal(vq))
+			return;
 	}
 	if (vq->call_ctx) {
-		sqcq_eventfd_signal(vq->call_ctx);
+		eventfd_signal(vq->call_ctx);
 		WRITE_ONCE(vq->stat_calls, vq->stat_calls + 1);
 	}
 }
 
-void sqcq_vq_disable_kicks(struct sqcq_vq *vq)
+void vhost_vq_disable_kicks(struct vhost_vq *vq)
 {
 	/* With EVENT_IDX, an avail_event left behind suppresses kicks. */
-	if (sqcq_vdev_has_feature(vq->dev, VIRTIO_RING_F_EVENT_IDX))
+	if (vhost_dev_has_feature(vq->dev, VIRTIO_RING_F_EVENT_IDX))
 		return;
-	if (put_user(cpu_to_le16(VRING_USED_F_NO_NOTIFY), sqcq_used_flags(vq)))
-		sqcq_vq_fail(vq, "cannot write used->flags");
+	if (put_user(cpu_to_le16(VRING_USED_F_NO_NOTIFY), vhost_used_flags(vq)))
+		vhost_vq_fail(vq, "cannot write used->flags");
 }
 
-bool sqcq_vq_enable_kicks(struct sqcq_vq *vq)
+bool vhost_vq_enable_kicks(struct vhost_vq *vq)
 {
 	__le16 raw;
 	int ret;
 
-	if (sqcq_vdev_has_feature(vq->dev, VIRTIO_RING_F_EVENT_IDX))
+	if (vhost_dev_has_feature(vq->dev, VIRTIO_RING_F_EVENT_IDX))
 		ret = put_user(cpu_to_le16(vq->last_avail_idx),
-			       sqcq_avail_event(vq));
+			       vhost_avail_event(vq));
 	else
-		ret = put_user(cpu_to_le16(0), sqcq_used_flags(vq));
+		ret = put_user(cpu_to_le16(0), vhost_used_flags(vq));
 	if (ret) {
-		sqcq_vq_fail(vq, "cannot write the kick suppression field");
+		vhost_vq_fail(vq, "cannot write the kick suppression field");
 		return false;
 	}
 	/*
@@ -827,49 +1194,49 @@ bool sqcq_vq_enable_kicks(struct sqcq_vq *vq)
 	 * see its new entries here.
 	 */
 	smp_mb();
-	if (get_user(raw, sqcq_avail_idx(vq))) {
-		sqcq_vq_fail(vq, "cannot read avail->idx");
+	if (get_user(raw, vhost_avail_idx(vq))) {
+		vhost_vq_fail(vq, "cannot read avail->idx");
 		return false;
 	}
 	return le16_to_cpu(raw) != vq->last_avail_idx;
 }
 
-void sqcq_vq_serve_sync(struct sqcq_vq *vq,
-			u32 (*one)(struct sqcq_vq *vq, struct sqcq_req *req))
+void vhost_vq_serve_sync(struct vhost_vq *vq,
+			 u32 (*one)(struct vhost_vq *vq, struct vhost_req *req))
 {
 	unsigned int served = 0, pushed = 0;
-	struct sqcq_req req;
+	struct vhost_req req;
 	u32 len;
 	int ret;
 
-	sqcq_vq_disable_kicks(vq);
+	vhost_vq_disable_kicks(vq);
 	while (!vq->broken) {
-		ret = sqcq_vq_pop(vq, &req);
+		ret = vhost_vq_pop(vq, &req);
 		if (ret < 0)
 			break;
 		if (!ret) {
-			if (!sqcq_vq_enable_kicks(vq))
+			if (!vhost_vq_enable_kicks(vq))
 				break;
-			sqcq_vq_disable_kicks(vq);
+			vhost_vq_disable_kicks(vq);
 			continue;
 		}
 		len = one(vq, &req);
 		if (len != SQCQ_REQ_ASYNC) {
-			if (sqcq_vq_push_used(vq, req.head, len))
+			if (vhost_vq_push_used(vq, req.head, len))
 				break;
 			pushed++;
 		}
 		if (++served >= SQCQ_VQ_WEIGHT) {
 			/* Let other queues run; come back for the rest. */
-			sqcq_vq_queue_work(vq);
+			vhost_vq_queue_work(vq);
 			break;
 		}
 	}
 	if (pushed && !vq->broken)
-		sqcq_vq_notify(vq);
+		vhost_vq_notify(vq);
 }
 
-size_t sqcq_req_copy_from(const struct sqcq_req *req, void *buf, size_t len)
+size_t vhost_req_copy_from(const struct vhost_req *req, void *buf, size_t len)
 {
 	struct iov_iter it;
 
@@ -877,8 +1244,8 @@ size_t sqcq_req_copy_from(const struct sqcq_req *req, void *buf, size_t len)
 	return copy_from_iter(buf, len, &it);
 }
 
-size_t sqcq_req_copy_to(const struct sqcq_req *req, size_t offset,
-			const void *buf, size_t len)
+size_t vhost_req_copy_to(const struct vhost_req *req, size_t offset,
+			 const void *buf, size_t len)
 {
 	struct iov_iter it;
 
@@ -895,22 +1262,22 @@ size_t sqcq_req_copy_to(const struct sqcq_req *req, size_t offset,
 /* ------------------------------------------------------------------ */
 
 /* Ring memory must be in user space for the configured size. */
-static int sqcq_vq_check_access(struct sqcq_vq *vq)
+static int vhost_vq_check_access(struct vhost_vq *vq)
 {
 	if (!access_ok(vq->desc, (size_t)vq->num * SQCQ_DESC_SIZE) ||
-	    !access_ok(vq->avail, sqcq_avail_bytes(vq->num)) ||
-	    !access_ok(vq->used, sqcq_used_bytes(vq->num)))
+	    !access_ok(vq->avail, vhost_avail_bytes(vq->num)) ||
+	    !access_ok(vq->used, vhost_used_bytes(vq->num)))
 		return -EFAULT;
 	return 0;
 }
 
 /* Stop the ring: the worker will not touch it again.  vq->mutex held. */
-static void sqcq_vq_stop(struct sqcq_vq *vq)
+static void vhost_vq_stop(struct vhost_vq *vq)
 {
 	lockdep_assert_held(&vq->mutex);
-	/* Lockless readers: sqcq_vdev_any_running(), the SQ/CQ setup. */
+	/* Lockless readers: vhost_dev_any_running(), the SQ/CQ setup. */
 	WRITE_ONCE(vq->running, false);
-	sqcq_kick_unbind(vq);
+	vhost_kick_unbind(vq);
 	/*
 	 * The pending bit stays: it may stand for completions the device
 	 * still has to finish (complete_vq runs for stopped rings too), and
@@ -919,7 +1286,7 @@ static void sqcq_vq_stop(struct sqcq_vq *vq)
 }
 
 /* Start the ring with kick file @file.  vq->mutex held. */
-static int sqcq_vq_start(struct sqcq_vq *vq, struct file *file)
+static int vhost_vq_start(struct vhost_vq *vq, struct file *file)
 {
 	__le16 raw;
 	int ret;
@@ -930,7 +1297,7 @@ static int sqcq_vq_start(struct sqcq_vq *vq, struct file *file)
 				    vq->index);
 		return -EINVAL;
 	}
-	ret = sqcq_vq_check_access(vq);
+	ret = vhost_vq_check_access(vq);
 	if (ret)
 		return ret;
 	if (!vq->iov) {
@@ -940,7 +1307,7 @@ static int sqcq_vq_start(struct sqcq_vq *vq, struct file *file)
 			return -ENOMEM;
 	}
 	/* The ioctl runs in the owner's mm: the ring is readable here. */
-	if (get_user(raw, sqcq_used_idx(vq)))
+	if (get_user(raw, vhost_used_idx(vq)))
 		return -EFAULT;
 	vq->last_used_idx = le16_to_cpu(raw);
 	vq->signalled_used_valid = false;
@@ -948,22 +1315,22 @@ static int sqcq_vq_start(struct sqcq_vq *vq, struct file *file)
 	/* Completions of requests popped before this start are dropped. */
 	vq->start_gen++;
 
-	sqcq_kick_unbind(vq);
-	sqcq_kick_bind(vq, file);
+	vhost_kick_unbind(vq);
+	vhost_kick_bind(vq, file);
 	WRITE_ONCE(vq->running, true);
 	/* Serve whatever the driver queued before we were started. */
-	sqcq_vq_queue_work(vq);
+	vhost_vq_queue_work(vq);
 	return 0;
 }
 
-static long sqcq_vq_set_kick(struct sqcq_vq *vq, int fd)
+static long vhost_vq_set_kick(struct vhost_vq *vq, int fd)
 {
 	struct eventfd_ctx *ctx;
 	struct file *file;
 	int ret;
 
 	if (fd == VHOST_FILE_UNBIND) {
-		sqcq_vq_stop(vq);
+		vhost_vq_stop(vq);
 		return 0;
 	}
 	if (fd < 0)
@@ -983,19 +1350,19 @@ static long sqcq_vq_set_kick(struct sqcq_vq *vq, int fd)
 		 * source changes.  Restarting would forget the requests in
 		 * flight (their completions belong to this ring).
 		 */
-		sqcq_kick_unbind(vq);
-		sqcq_kick_bind(vq, file);
-		sqcq_vq_queue_work(vq);
+		vhost_kick_unbind(vq);
+		vhost_kick_bind(vq, file);
+		vhost_vq_queue_work(vq);
 		return 0;
 	}
-	ret = sqcq_vq_start(vq, file);
+	ret = vhost_vq_start(vq, file);
 	if (ret)
 		fput(file);
 	return ret;
 }
 
-static long sqcq_vq_set_addr(struct sqcq_vq *vq,
-			     const struct vhost_vring_addr *a)
+static long vhost_vq_set_addr(struct vhost_vq *vq,
+			      const struct vhost_vring_addr *a)
 {
 	if (a->flags & BIT(VHOST_VRING_F_LOG))
 		return -EOPNOTSUPP;	/* no dirty logging */
@@ -1013,7 +1380,7 @@ static long sqcq_vq_set_addr(struct sqcq_vq *vq,
 	vq->avail = u64_to_user_ptr(a->avail_user_addr);
 	vq->used = u64_to_user_ptr(a->used_user_addr);
 	/* Checked again with the final size when the ring starts. */
-	if (vq->num && sqcq_vq_check_access(vq)) {
+	if (vq->num && vhost_vq_check_access(vq)) {
 		vq->addr_set = false;
 		return -EFAULT;
 	}
@@ -1022,14 +1389,14 @@ static long sqcq_vq_set_addr(struct sqcq_vq *vq,
 }
 
 /* The vring ioctls; every argument starts with the queue index. */
-static long sqcq_vring_ioctl(struct sqcq_vdev *dev, unsigned int cmd,
-			     void __user *argp)
+static long vhost_vring_ioctl(struct vhost_dev *dev, unsigned int cmd,
+			      void __user *argp)
 {
 	struct vhost_vring_state s;
 	struct vhost_vring_addr a;
 	struct vhost_vring_file f;
 	struct eventfd_ctx *ctx;
-	struct sqcq_vq *vq;
+	struct vhost_vq *vq;
 	unsigned int index;
 	long ret = 0;
 
@@ -1056,7 +1423,7 @@ static long sqcq_vring_ioctl(struct sqcq_vdev *dev, unsigned int cmd,
 		break;
 	}
 
-	/* Waits for the worker to leave this ring (see sqcq_worker_serve()). */
+	/* Waits for the worker to leave this ring (see vhost_worker_serve()). */
 	mutex_lock(&vq->mutex);
 	switch (cmd) {
 	case VHOST_SET_VRING_NUM:
@@ -1081,26 +1448,26 @@ static long sqcq_vring_ioctl(struct sqcq_vdev *dev, unsigned int cmd,
 		break;
 	case VHOST_GET_VRING_BASE:
 		/* Stops the ring, as the VMM expects before it saves state. */
-		sqcq_vq_stop(vq);
+		vhost_vq_stop(vq);
 		s.index = index;
 		s.num = vq->last_avail_idx;
 		if (copy_to_user(argp, &s, sizeof(s)))
 			ret = -EFAULT;
 		break;
 	case VHOST_SET_VRING_ADDR:
-		ret = vq->running ? -EBUSY : sqcq_vq_set_addr(vq, &a);
+		ret = vq->running ? -EBUSY : vhost_vq_set_addr(vq, &a);
 		break;
 	case VHOST_SET_VRING_KICK:
-		ret = sqcq_vq_set_kick(vq, f.fd);
+		ret = vhost_vq_set_kick(vq, f.fd);
 		break;
 	case VHOST_SET_VRING_CALL:
 	case VHOST_SET_VRING_ERR:
-		ctx = sqcq_eventfd_get(f.fd);
+		ctx = vhost_eventfd_get(f.fd);
 		if (IS_ERR(ctx)) {
 			ret = PTR_ERR(ctx);
 			break;
 		}
-		sqcq_eventfd_swap(cmd == VHOST_SET_VRING_CALL ? &vq->call_ctx :
+		vhost_eventfd_swap(cmd == VHOST_SET_VRING_CALL ? &vq->call_ctx :
 				  &vq->err_ctx, ctx);
 		break;
 	}
@@ -1113,7 +1480,7 @@ static long sqcq_vring_ioctl(struct sqcq_vdev *dev, unsigned int cmd,
 	 */
 	if (cmd == VHOST_GET_VRING_BASE ||
 	    (cmd == VHOST_SET_VRING_KICK && f.fd == VHOST_FILE_UNBIND))
-		sqcq_doorbells_detach(dev, "ring stopped");
+		vhost_doorbells_detach(dev, "ring stopped");
 	return ret;
 }
 
@@ -1121,19 +1488,19 @@ static long sqcq_vring_ioctl(struct sqcq_vdev *dev, unsigned int cmd,
 /* Device: ownership, features, lifetime                               */
 /* ------------------------------------------------------------------ */
 
-int sqcq_vdev_check_owner(struct sqcq_vdev *dev)
+int vhost_dev_check_owner(struct vhost_dev *dev)
 {
 	lockdep_assert_held(&dev->mutex);
 	return dev->mm && dev->mm == current->mm ? 0 : -EPERM;
 }
 
 /* Queries are answered for the owner, or anyone while there is none. */
-static int sqcq_vdev_check_query(struct sqcq_vdev *dev)
+static int vhost_dev_check_query(struct vhost_dev *dev)
 {
 	return !dev->mm || dev->mm == current->mm ? 0 : -EPERM;
 }
 
-bool sqcq_vdev_any_running(struct sqcq_vdev *dev)
+bool vhost_dev_any_running(struct vhost_dev *dev)
 {
 	unsigned int i;
 
@@ -1143,40 +1510,66 @@ bool sqcq_vdev_any_running(struct sqcq_vdev *dev)
 	return false;
 }
 
-static long sqcq_set_owner(struct sqcq_vdev *dev)
+/* Point every queue at @w.  dev->mutex held. */
+static void vhost_dev_set_worker(struct vhost_dev *dev, struct vhost_worker *w)
 {
-	struct task_struct *worker;
-	struct mm_struct *mm;
-	int ret;
+	unsigned int i;
 
+	lockdep_assert_held(&dev->mutex);
+	mutex_lock(&dev->poll_lock);
+	for (i = 0; i < dev->nvqs; i++) {
+		mutex_lock(&dev->vqs[i].mutex);
+		vhost_vq_set_worker(&dev->vqs[i], w);
+		mutex_unlock(&dev->vqs[i].mutex);
+	}
+	mutex_unlock(&dev->poll_lock);
+}
+
+static long vhost_set_owner(struct vhost_dev *dev)
+{
+	struct vhost_worker *w;
+	struct mm_struct *mm;
+
+	lockdep_assert_held(&dev->mutex);
 	if (dev->mm)
 		return -EBUSY;
 	mm = get_task_mm(current);
 	if (!mm)
 		return -EINVAL;
-	worker = kthread_create(sqcq_worker_fn, dev, "vhost-sqcq-%d",
-				current->tgid);
-	if (IS_ERR(worker)) {
-		mmput(mm);
-		return PTR_ERR(worker);
-	}
-	/*
-	 * The worker works for the owner: put it in the owner's cgroups, so
-	 * its CPU time and the memory it allocates for the guest
-	 * (GFP_KERNEL_ACCOUNT) are charged to the VM, not to the host.
-	 */
-	ret = cgroup_attach_task_all(current, worker);
-	if (ret) {
-		kthread_stop(worker);
-		mmput(mm);
-		return ret;
-	}
 	dev->mm = mm;
 	dev->owner_pid = current->tgid;
-	/* Pairs with READ_ONCE() in sqcq_vq_queue_work(). */
-	WRITE_ONCE(dev->worker, worker);
-	wake_up_process(worker);
+	cpumask_copy(dev->owner_cpus, current->cpus_ptr);
+	/* The default worker: id 0, every queue, the poll thread. */
+	w = vhost_worker_create(dev, 0);
+	if (IS_ERR(w)) {
+		dev->mm = NULL;
+		dev->owner_pid = 0;
+		mmput(mm);
+		return PTR_ERR(w);
+	}
+	vhost_dev_set_worker(dev, w);
 	return 0;
+}
+
+/*
+ * Stop every ring, then the SQ/CQ polling (@why names the cause in its log
+ * line).  No kick can queue work once every wait entry is gone; each vq
+ * mutex also waits for the worker to leave that ring.  With the control
+ * ring stopped no setup request can attach the doorbells again: the host
+ * never touches the area after this.
+ */
+static void vhost_dev_stop(struct vhost_dev *dev, const char *why)
+{
+	unsigned int i;
+
+	for (i = 0; i < dev->nvqs; i++) {
+		struct vhost_vq *vq = &dev->vqs[i];
+
+		mutex_lock(&vq->mutex);
+		vhost_vq_stop(vq);
+		mutex_unlock(&vq->mutex);
+	}
+	vhost_doorbells_detach(dev, why);
 }
 
 /*
@@ -1184,42 +1577,36 @@ static long sqcq_set_owner(struct sqcq_vdev *dev)
  * eventfds dropped, features and table cleared, worker stopped, mm put.
  * dev->mutex held (or the file is being released).
  */
-static void sqcq_vdev_reset(struct sqcq_vdev *dev)
+static void vhost_dev_reset(struct vhost_dev *dev)
 {
-	struct task_struct *worker = dev->worker;
 	unsigned int i;
 
 	lockdep_assert_held(&dev->mutex);
-	/*
-	 * No kick can queue work once every wait entry is gone; each vq
-	 * mutex also waits for the worker to leave that ring.
-	 */
-	for (i = 0; i < dev->nvqs; i++) {
-		struct sqcq_vq *vq = &dev->vqs[i];
-
-		mutex_lock(&vq->mutex);
-		sqcq_vq_stop(vq);
-		mutex_unlock(&vq->mutex);
-	}
-	/*
-	 * With the control ring stopped no setup request can attach the
-	 * doorbells again: the host never touches the area after this.
-	 */
-	sqcq_doorbells_detach(dev, "device reset");
+	vhost_dev_stop(dev, "device reset");
+	/* The workers still run: they finish what the target core returns. */
 	if (dev->ops->reset)
 		dev->ops->reset(dev);
-	if (worker) {
-		/* Pairs with READ_ONCE() in sqcq_vq_queue_work(). */
-		WRITE_ONCE(dev->worker, NULL);
-		kthread_stop(worker);
+	/*
+	 * No waker is left to race with the stops below: the rings are
+	 * stopped, so no kick wakeup runs, and ops->reset waited for every
+	 * command the target core had, and for a grace period.  Detach the
+	 * queues all the same, so a stray waker finds no worker, and wait a
+	 * grace period before stopping the threads.
+	 */
+	if (dev->mm) {
+		vhost_dev_set_worker(dev, NULL);
+		vhost_dev_free_workers(dev);
 	}
+	/* The reaper, if the owner was killed, has nothing left to do. */
+	flush_work(&dev->reap_work);
+	WRITE_ONCE(dev->owner_task, false);
 	/* The worker is gone; the vq mutexes now only order with debugfs. */
 	for (i = 0; i < dev->nvqs; i++) {
-		struct sqcq_vq *vq = &dev->vqs[i];
+		struct vhost_vq *vq = &dev->vqs[i];
 
 		mutex_lock(&vq->mutex);
-		sqcq_eventfd_swap(&vq->call_ctx, NULL);
-		sqcq_eventfd_swap(&vq->err_ctx, NULL);
+		vhost_eventfd_swap(&vq->call_ctx, NULL);
+		vhost_eventfd_swap(&vq->err_ctx, NULL);
 		kvfree(vq->iov);
 		vq->iov = NULL;
 		vq->umem = NULL;
@@ -1235,7 +1622,6 @@ static void sqcq_vdev_reset(struct sqcq_vdev *dev)
 		vq->signalled_used_valid = false;
 		mutex_unlock(&vq->mutex);
 	}
-	bitmap_zero(dev->pending, dev->nvqs);
 	kvfree(dev->umem);
 	dev->umem = NULL;
 	dev->features = 0;
@@ -1245,22 +1631,25 @@ static void sqcq_vdev_reset(struct sqcq_vdev *dev)
 	dev->owner_pid = 0;
 }
 
-int sqcq_vdev_init(struct sqcq_vdev *dev, unsigned int nvqs,
-		   const struct sqcq_vdev_ops *ops, void *priv)
+int vhost_dev_init(struct vhost_dev *dev, unsigned int nvqs,
+		   const struct vhost_dev_ops *ops, void *priv)
 {
 	unsigned int i;
 
 	memset(dev, 0, sizeof(*dev));
 	mutex_init(&dev->mutex);
 	mutex_init(&dev->poll_lock);
+	INIT_LIST_HEAD(&dev->pg_node);
 	dev->ops = ops;
 	dev->priv = priv;
 	dev->nvqs = nvqs;
+	INIT_WORK(&dev->reap_work, vhost_worker_reap);
 	dev->vqs = kvcalloc(nvqs, sizeof(*dev->vqs), GFP_KERNEL_ACCOUNT);
-	dev->pending = bitmap_zalloc(nvqs, GFP_KERNEL_ACCOUNT);
-	if (!dev->vqs || !dev->pending) {
+	dev->workers = kcalloc(nvqs, sizeof(*dev->workers), GFP_KERNEL_ACCOUNT);
+	if (!dev->vqs || !dev->workers ||
+	    !zalloc_cpumask_var(&dev->owner_cpus, GFP_KERNEL_ACCOUNT)) {
 		kvfree(dev->vqs);
-		bitmap_free(dev->pending);
+		kfree(dev->workers);
 		return -ENOMEM;
 	}
 	for (i = 0; i < nvqs; i++) {
@@ -1271,38 +1660,252 @@ int sqcq_vdev_init(struct sqcq_vdev *dev, unsigned int nvqs,
 	return 0;
 }
 
-void sqcq_vdev_cleanup(struct sqcq_vdev *dev)
+void vhost_dev_cleanup(struct vhost_dev *dev)
 {
 	mutex_lock(&dev->mutex);
-	sqcq_vdev_reset(dev);
+	vhost_dev_reset(dev);
 	mutex_unlock(&dev->mutex);
 	kvfree(dev->vqs);
-	bitmap_free(dev->pending);
+	kfree(dev->workers);
+	free_cpumask_var(dev->owner_cpus);
 	dev->vqs = NULL;
-	dev->pending = NULL;
+	dev->workers = NULL;
 }
 
-static long sqcq_set_features(struct sqcq_vdev *dev, u64 features)
+static long vhost_set_features(struct vhost_dev *dev, u64 features)
 {
 	if (features & BIT_ULL(VHOST_F_LOG_ALL)) {
 		pr_warn_ratelimited("owner %d: VHOST_F_LOG_ALL refused: no dirty logging (vhost-scsi cannot migrate)\n",
 				    dev->owner_pid);
 		return -EOPNOTSUPP;
 	}
-	if (features & ~sqcq_vdev_offered_features(dev)) {
-		pr_warn_ratelimited("owner %d: unsupported features 0x%llx refused\n",
-				    dev->owner_pid,
-				    features & ~sqcq_vdev_offered_features(dev));
+	/*
+	 * Guest addresses behind a vIOMMU (or encrypted memory: SEV, TDX)
+	 * are IOVAs that only the IOTLB messages, which this device does not
+	 * take, could translate: refuse rather than use them as physical.
+	 */
+	if (features & BIT_ULL(VIRTIO_F_ACCESS_PLATFORM)) {
+		pr_warn_ratelimited("owner %d: VIRTIO_F_ACCESS_PLATFORM refused: no IOTLB, IOVAs of a vIOMMU or SEV/TDX guest cannot be translated (start the device without iommu_platform=on)\n",
+				    dev->owner_pid);
 		return -EOPNOTSUPP;
 	}
-	if (sqcq_vdev_any_running(dev))
+	if (features & ~vhost_dev_offered_features(dev)) {
+		pr_warn_ratelimited("owner %d: unsupported features 0x%llx refused\n",
+				    dev->owner_pid,
+				    features & ~vhost_dev_offered_features(dev));
+		return -EOPNOTSUPP;
+	}
+	if (vhost_dev_any_running(dev))
 		return -EBUSY;
 	/* Rings are stopped: the worker reads features only while running. */
 	WRITE_ONCE(dev->features, features);
 	return 0;
 }
 
-long sqcq_vdev_ioctl(struct sqcq_vdev *dev, unsigned int cmd,
+/*
+ * VHOST_GET/SET_FEATURES_ARRAY: the features as @count 64-bit words, for
+ * feature bits above 63.  None is offered there: every word after the
+ * first reads 0, and a set bit in one is refused.  @count is bounded so a
+ * hostile value cannot make us walk user memory for long.
+ */
+#define SQCQ_FEATURE_WORDS_MAX	64
+
+static long vhost_get_features_array(struct vhost_dev *dev,
+				     struct vhost_features_array __user *arr)
+{
+	u64 count, i;
+
+	if (get_user(count, &arr->count))
+		return -EFAULT;
+	if (count > SQCQ_FEATURE_WORDS_MAX)
+		return -EINVAL;
+	for (i = 0; i < count; i++)
+		if (put_user(i ? 0 : vhost_dev_offered_features(dev),
+			     &arr->features[i]))
+			return -EFAULT;
+	return 0;
+}
+
+static long vhost_set_features_array(struct vhost_dev *dev,
+				     struct vhost_features_array __user *arr)
+{
+	u64 count, i, word, features = 0;
+
+	if (get_user(count, &arr->count))
+		return -EFAULT;
+	if (count > SQCQ_FEATURE_WORDS_MAX)
+		return -EINVAL;
+	for (i = 0; i < count; i++) {
+		if (get_user(word, &arr->features[i]))
+			return -EFAULT;
+		if (!i) {
+			features = word;
+		} else if (word) {
+			pr_warn_ratelimited("owner %d: feature bits above 63 refused (word %llu: 0x%llx)\n",
+					    dev->owner_pid, i, word);
+			return -EOPNOTSUPP;
+		}
+	}
+	return vhost_set_features(dev, features);
+}
+
+/* ---- VHOST_NEW_WORKER and friends (docs/host-vhost-core.md) ---- */
+
+/* The worker with id @id, or NULL.  dev->mutex held. */
+static struct vhost_worker *vhost_worker_find(struct vhost_dev *dev,
+					      unsigned int id)
+{
+	lockdep_assert_held(&dev->mutex);
+	if (id >= dev->nvqs)
+		return NULL;
+	return dev->workers[array_index_nospec(id, dev->nvqs)];
+}
+
+/*
+ * VHOST_NEW_WORKER: one more worker, in the lowest free slot (its id).
+ * At most nvqs workers per device, the default one included: enough for a
+ * worker per queue, and a bound on the threads a caller can make us start.
+ */
+static long vhost_new_worker(struct vhost_dev *dev,
+			     struct vhost_worker_state __user *argp)
+{
+	struct vhost_worker_state st = {};
+	struct vhost_worker *w;
+	unsigned int id;
+
+	lockdep_assert_held(&dev->mutex);
+	for (id = 0; id < dev->nvqs && dev->workers[id]; id++)
+		;
+	if (id == dev->nvqs)
+		return -ENOSPC;
+	w = vhost_worker_create(dev, id);
+	if (IS_ERR(w))
+		return PTR_ERR(w);
+	st.worker_id = w->id;
+	if (copy_to_user(argp, &st, sizeof(st))) {
+		/* The caller cannot name it: do not keep it. */
+		vhost_worker_destroy(dev, w);
+		return -EFAULT;
+	}
+	return 0;
+}
+
+/*
+ * VHOST_FREE_WORKER: ENODEV for an id that names no worker, EBUSY while a
+ * queue uses it, and for the default worker, which runs the SQ/CQ poll
+ * loop and lives as long as the owner (upstream frees it too; QEMU never
+ * asks).
+ */
+static long vhost_free_worker(struct vhost_dev *dev,
+			      struct vhost_worker_state __user *argp)
+{
+	struct vhost_worker_state st;
+	struct vhost_worker *w;
+
+	lockdep_assert_held(&dev->mutex);
+	if (copy_from_user(&st, argp, sizeof(st)))
+		return -EFAULT;
+	w = vhost_worker_find(dev, st.worker_id);
+	if (!w)
+		return -ENODEV;
+	if (w->attached || w->poller)
+		return -EBUSY;
+	vhost_worker_destroy(dev, w);
+	return 0;
+}
+
+/*
+ * VHOST_ATTACH_VRING_WORKER: move a queue to a worker, stopped or running
+ * (as upstream): under the queue's mutex, so the old worker is not inside
+ * the ring, with its pending work handed over (vhost_vq_set_worker()).
+ * Moving the control queue off the default worker ends SQ/CQ first.
+ */
+static long vhost_attach_vring_worker(struct vhost_dev *dev,
+				      struct vhost_vring_worker __user *argp)
+{
+	struct vhost_vring_worker vw;
+	struct vhost_worker *w;
+	struct vhost_vq *vq;
+
+	lockdep_assert_held(&dev->mutex);
+	if (copy_from_user(&vw, argp, sizeof(vw)))
+		return -EFAULT;
+	if (vw.index >= dev->nvqs)
+		return -ENOBUFS;
+	vq = &dev->vqs[array_index_nospec(vw.index, dev->nvqs)];
+	w = vhost_worker_find(dev, vw.worker_id);
+	if (!w)
+		return -ENODEV;
+	mutex_lock(&dev->poll_lock);
+	/*
+	 * A polled queue may go to any worker: the poll thread hands it its
+	 * doorbells.  Another queue (the control queue, which serves the
+	 * setup and teardown requests under poll_lock) may not leave the
+	 * poll thread while doorbells are installed.
+	 */
+	if (!w->poller && dev->db && !vhost_doorbells_cover(dev, vq))
+		__vhost_doorbells_detach(dev, "a ring that is not polled moved off the poll thread");
+	mutex_lock(&vq->mutex);
+	if (rcu_dereference_protected(vq->worker,
+				      lockdep_is_held(&vq->mutex)) != w)
+		vhost_vq_set_worker(vq, w);
+	mutex_unlock(&vq->mutex);
+	mutex_unlock(&dev->poll_lock);
+	return 0;
+}
+
+/* VHOST_GET_VRING_WORKER: the id of the queue's worker. */
+static long vhost_get_vring_worker(struct vhost_dev *dev,
+				   struct vhost_vring_worker __user *argp)
+{
+	struct vhost_vring_worker vw;
+	struct vhost_worker *w;
+	unsigned int index;
+
+	lockdep_assert_held(&dev->mutex);
+	if (get_user(index, &argp->index))
+		return -EFAULT;
+	if (index >= dev->nvqs)
+		return -ENOBUFS;
+	index = array_index_nospec(index, dev->nvqs);
+	/* Written with dev->mutex held (vhost_vq_set_worker()). */
+	w = rcu_dereference_protected(dev->vqs[index].worker,
+				      lockdep_is_held(&dev->mutex));
+	if (!w)
+		return -EINVAL;
+	vw.index = index;
+	vw.worker_id = w->id;
+	return copy_to_user(argp, &vw, sizeof(vw)) ? -EFAULT : 0;
+}
+
+/*
+ * The worker ioctls: EINVAL before SET_OWNER (as upstream), EPERM for
+ * anyone but the owner.
+ */
+static long vhost_worker_ioctl(struct vhost_dev *dev, unsigned int cmd,
+			       void __user *argp)
+{
+	long ret;
+
+	lockdep_assert_held(&dev->mutex);
+	if (!dev->mm)
+		return -EINVAL;
+	ret = vhost_dev_check_owner(dev);
+	if (ret)
+		return ret;
+	switch (cmd) {
+	case VHOST_NEW_WORKER:
+		return vhost_new_worker(dev, argp);
+	case VHOST_FREE_WORKER:
+		return vhost_free_worker(dev, argp);
+	case VHOST_ATTACH_VRING_WORKER:
+		return vhost_attach_vring_worker(dev, argp);
+	default:
+		return vhost_get_vring_worker(dev, argp);
+	}
+}
+
+long vhost_dev_ioctl(struct vhost_dev *dev, unsigned int cmd,
 		     void __user *argp)
 {
 	u64 features;
@@ -1311,25 +1914,37 @@ long sqcq_vdev_ioctl(struct sqcq_vdev *dev, unsigned int cmd,
 	mutex_lock(&dev->mutex);
 	switch (cmd) {
 	case VHOST_SET_OWNER:
-		ret = sqcq_vdev_check_query(dev);
+		ret = vhost_dev_check_query(dev);
 		if (!ret)
-			ret = sqcq_set_owner(dev);
+			ret = vhost_set_owner(dev);
 		break;
 	case VHOST_GET_FEATURES:
-		ret = sqcq_vdev_check_query(dev);
-		features = sqcq_vdev_offered_features(dev);
+		ret = vhost_dev_check_query(dev);
+		features = vhost_dev_offered_features(dev);
 		if (!ret && copy_to_user(argp, &features, sizeof(features)))
 			ret = -EFAULT;
 		break;
+	case VHOST_GET_FEATURES_ARRAY:
+		ret = vhost_dev_check_query(dev);
+		if (!ret)
+			ret = vhost_get_features_array(dev, argp);
+		break;
 	case VHOST_GET_BACKEND_FEATURES:
 		/* No backend feature (IOTLB messages etc.) is implemented. */
-		ret = sqcq_vdev_check_query(dev);
+		ret = vhost_dev_check_query(dev);
 		features = 0;
 		if (!ret && copy_to_user(argp, &features, sizeof(features)))
 			ret = -EFAULT;
 		break;
+	case VHOST_NEW_WORKER:
+	case VHOST_FREE_WORKER:
+	case VHOST_ATTACH_VRING_WORKER:
+	case VHOST_GET_VRING_WORKER:
+		ret = vhost_worker_ioctl(dev, cmd, argp);
+		break;
 	case VHOST_RESET_OWNER:
 	case VHOST_SET_FEATURES:
+	case VHOST_SET_FEATURES_ARRAY:
 	case VHOST_SET_BACKEND_FEATURES:
 	case VHOST_SET_MEM_TABLE:
 	case VHOST_SET_VRING_NUM:
@@ -1339,27 +1954,30 @@ long sqcq_vdev_ioctl(struct sqcq_vdev *dev, unsigned int cmd,
 	case VHOST_SET_VRING_KICK:
 	case VHOST_SET_VRING_CALL:
 	case VHOST_SET_VRING_ERR:
-		ret = sqcq_vdev_check_owner(dev);
+		ret = vhost_dev_check_owner(dev);
 		if (ret)
 			break;
 		switch (cmd) {
 		case VHOST_RESET_OWNER:
-			sqcq_vdev_reset(dev);
+			vhost_dev_reset(dev);
 			break;
 		case VHOST_SET_FEATURES:
 		case VHOST_SET_BACKEND_FEATURES:
 			if (copy_from_user(&features, argp, sizeof(features)))
 				ret = -EFAULT;
 			else if (cmd == VHOST_SET_FEATURES)
-				ret = sqcq_set_features(dev, features);
+				ret = vhost_set_features(dev, features);
 			else if (features)
 				ret = -EOPNOTSUPP;
 			break;
+		case VHOST_SET_FEATURES_ARRAY:
+			ret = vhost_set_features_array(dev, argp);
+			break;
 		case VHOST_SET_MEM_TABLE:
-			ret = sqcq_set_mem_table(dev, argp);
+			ret = vhost_set_mem_table(dev, argp);
 			break;
 		default:
-			ret = sqcq_vring_ioctl(dev, cmd, argp);
+			ret = vhost_vring_ioctl(dev, cmd, argp);
 			break;
 		}
 		break;

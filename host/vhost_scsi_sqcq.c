@@ -8,7 +8,7 @@
  * parameters, the misc device /dev/vhost-scsi-sqcq (or /dev/vhost-scsi with
  * takeover=1), debugfs, the vhost-scsi ioctls and the virtio-scsi queue
  * dispatch.  SQ/CQ setup and teardown requests arrive on the control queue
- * and are answered here (sqcq_ctrl_sqcq()).
+ * and are answered here (vhost_scsi_ctrl_sqcq()).
  *
  * The module is this one translation unit, which includes its other parts
  * at the end, the way kernel/sched/build_policy.c builds several scheduler
@@ -26,8 +26,6 @@
  * interfaces in host/sqcq_scsi.h and host/sqcq_vhost.h, and the compiler
  * sees the whole module.
  */
-#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
-
 #include <linux/atomic.h>
 #include <linux/debugfs.h>
 #include <linux/fs.h>
@@ -41,7 +39,6 @@
 
 #include <linux/namei.h>
 
-#include "sqcq_compat.h"
 #define SQCQ_PARAM_DEFINE	/* the parameters' one definition */
 #include "sqcq_param.h"
 #include "sqcq_scsi.h"
@@ -56,32 +53,28 @@ static bool takeover;
 module_param(takeover, bool, 0444);
 MODULE_PARM_DESC(takeover, "Register as fabric \"vhost\" and /dev/vhost-scsi, the names of the in-tree vhost_scsi, for targetcli/libvirt (load time only; refused while vhost_scsi is loaded; default 0: fabric \"vhost_sqcq\", /dev/vhost-scsi-sqcq)");
 
-#ifndef VHOST_SCSI_ABI_VERSION
-#define VHOST_SCSI_ABI_VERSION	1
-#endif
-
 /* 10 lines a minute for the whole module; see sqcq_vhost.h. */
-DEFINE_RATELIMIT_STATE(sqcq_lifecycle_rs, 60 * HZ, 10);
+DEFINE_RATELIMIT_STATE(vhost_lifecycle_rs, 60 * HZ, 10);
 
-static struct dentry *sqcq_debugfs;
-static atomic_t sqcq_dev_ids = ATOMIC_INIT(0);
+static struct dentry *vhost_scsi_debugfs;
+static atomic_t vhost_scsi_dev_ids = ATOMIC_INIT(0);
 
 /* ---- virtio-scsi queue handlers (worker, vq->mutex held) ---- */
 
 /* A request too short for its type: say so once in a while. */
-static u32 sqcq_bad_request(struct sqcq_vq *vq, struct sqcq_req *req,
-			    const char *what)
+static u32 vhost_scsi_bad_request(struct vhost_vq *vq, struct vhost_req *req,
+				  const char *what)
 {
 	u8 resp = VIRTIO_SCSI_S_FAILURE;
 
 	pr_warn_ratelimited("owner %d vq %u: malformed %s request (out %zu, in %zu bytes)\n",
 			    vq->dev->owner_pid, vq->index, what, req->out_len,
 			    req->in_len);
-	return sqcq_req_copy_to(req, 0, &resp, req->in_len ? 1 : 0);
+	return vhost_req_copy_to(req, 0, &resp, req->in_len ? 1 : 0);
 }
 
 /* Request queues running from the first one on, without a gap. */
-static unsigned int sqcq_running_req_vqs(struct sqcq_vdev *vdev)
+static unsigned int vhost_scsi_running_req_vqs(struct vhost_dev *vdev)
 {
 	unsigned int n = 0;
 
@@ -92,14 +85,16 @@ static unsigned int sqcq_running_req_vqs(struct sqcq_vdev *vdev)
 }
 
 /*
- * SQ/CQ setup or teardown (docs/protocol.md section 3), in the worker with poll_lock and
- * the control vq->mutex held.  Fills @in and returns the bytes to write.
+ * SQ/CQ setup or teardown (docs/protocol.md section 3), in the worker of
+ * the control queue with its vq->mutex held; poll_lock held too when that
+ * is the default worker (the poll thread).  Fills @in and returns the
+ * bytes to write.
  */
-static unsigned int sqcq_ctrl_sqcq(struct sqcq_vq *vq, struct sqcq_req *req,
-				   u32 subtype, struct sqcq_setup_in *in)
+static unsigned int vhost_scsi_ctrl_sqcq(struct vhost_vq *vq, struct vhost_req *req,
+					 u32 subtype, struct sqcq_setup_in *in)
 {
-	struct sqcq_vdev *vdev = vq->dev;
-	struct sqcq_scsi *s = vdev->priv;
+	struct vhost_dev *vdev = vq->dev;
+	struct vhost_scsi *s = vdev->priv;
 	struct {
 		struct sqcq_tmf_req tmf;
 		struct sqcq_setup_req setup;
@@ -108,19 +103,32 @@ static unsigned int sqcq_ctrl_sqcq(struct sqcq_vq *vq, struct sqcq_req *req,
 	unsigned int nq = 0;
 	u32 flags = 0;
 
-	lockdep_assert_held(&vdev->poll_lock);
 	lockdep_assert_held(&vq->mutex);
 	in->response = VIRTIO_SCSI_S_FUNCTION_REJECTED;
 	in->resp.magic = cpu_to_le32(SQCQ_MAGIC);
 	in->resp.version = cpu_to_le16(SQCQ_VERSION);
 	in->resp.poll_idle_us = cpu_to_le32(sqcq_poll_idle());
 
+	/*
+	 * The control queue on a worker of its own (VHOST_ATTACH_VRING_WORKER):
+	 * no poll_lock here, and no doorbells either -- they exist only while
+	 * the control queue is on the poll thread, and it cannot move back
+	 * while we hold its mutex.  Request queues may be anywhere: the poll
+	 * thread watches their doorbells and wakes their workers
+	 * (docs/host-vhost-core.md, "SQ/CQ and workers").
+	 */
+	if (!vhost_vq_on_poller(vq)) {
+		st = subtype == SQCQ_TMF_SUBTYPE_TEARDOWN ? SQCQ_S_NOT_SETUP :
+		     SQCQ_S_NO_RESOURCES;
+		goto out;
+	}
+	lockdep_assert_held(&vdev->poll_lock);
 	if (subtype == SQCQ_TMF_SUBTYPE_TEARDOWN) {
-		st = __sqcq_doorbells_detach(vdev, "guest request") ?
+		st = __vhost_doorbells_detach(vdev, "guest request") ?
 		     SQCQ_S_OK : SQCQ_S_NOT_SETUP;
 		goto out;
 	}
-	if (sqcq_req_copy_from(req, &rq, sizeof(rq)) != sizeof(rq)) {
+	if (vhost_req_copy_from(req, &rq, sizeof(rq)) != sizeof(rq)) {
 		st = SQCQ_S_BAD_REQUEST;
 		goto out;
 	}
@@ -128,7 +136,7 @@ static unsigned int sqcq_ctrl_sqcq(struct sqcq_vq *vq, struct sqcq_req *req,
 		st = SQCQ_S_DISABLED;
 		goto out;
 	}
-	st = sqcq_check_setup_req(&rq.setup, sqcq_running_req_vqs(vdev));
+	st = sqcq_check_setup_req(&rq.setup, vhost_scsi_running_req_vqs(vdev));
 	if (st != SQCQ_S_OK)
 		goto out;
 	/*
@@ -143,8 +151,8 @@ static unsigned int sqcq_ctrl_sqcq(struct sqcq_vq *vq, struct sqcq_req *req,
 	}
 	nq = le16_to_cpu(rq.setup.nqueues);
 	flags = le32_to_cpu(rq.setup.flags);
-	st = __sqcq_doorbells_attach(vdev, vq->umem,
-				     le64_to_cpu(rq.setup.area_gpa),
+	st = __vhost_doorbells_attach(vdev, vq->umem,
+				      le64_to_cpu(rq.setup.area_gpa),
 				     le32_to_cpu(rq.setup.area_len),
 				     SQCQ_FIRST_REQ_VQ, nq,
 				     flags & SQCQ_F_SQ_POLL);
@@ -152,15 +160,15 @@ static unsigned int sqcq_ctrl_sqcq(struct sqcq_vq *vq, struct sqcq_req *req,
 		goto out;
 	st = sqcq_check_area_hdr(&vdev->db->area->hdr, &rq.setup);
 	if (st != SQCQ_S_OK) {
-		__sqcq_doorbells_detach(vdev, "bad area header");
+		__vhost_doorbells_detach(vdev, "bad area header");
 		goto out;
 	}
 	in->response = VIRTIO_SCSI_S_FUNCTION_SUCCEEDED;
 	in->resp.nqueues = cpu_to_le16(nq);
 	in->resp.nthreads = cpu_to_le16(1);
 	in->resp.flags = cpu_to_le32(flags);
-	sqcq_lifecycle_log(KERN_INFO, "dev%d: SQ/CQ negotiated: %u queues, 1 poll thread, %s%s, poll_idle_us %u (guest %u)\n",
-			   s->id, nq, flags & SQCQ_F_SQ_POLL ? "SQ polled" : "SQ kicked",
+	vhost_lifecycle_log(KERN_INFO, "dev%d: SQ/CQ negotiated: %u queues, 1 poll thread, %s%s, poll_idle_us %u (guest %u)\n",
+			    s->id, nq, flags & SQCQ_F_SQ_POLL ? "SQ polled" : "SQ kicked",
 			   flags & SQCQ_F_CQ_POLL ? ", CQ polled" : ", CQ interrupts",
 			   sqcq_poll_idle(), le32_to_cpu(rq.setup.poll_idle_us));
 out:
@@ -173,19 +181,19 @@ out:
 	return sizeof(*in);
 }
 
-static u32 sqcq_ctrl_tmf(struct sqcq_vq *vq, struct sqcq_req *req)
+static u32 vhost_scsi_ctrl_tmf(struct vhost_vq *vq, struct vhost_req *req)
 {
 	struct virtio_scsi_ctrl_tmf_req tmf;
 	struct sqcq_setup_in in = {};
 	u32 subtype;
 
 	if (req->in_len < sizeof(struct virtio_scsi_ctrl_tmf_resp) ||
-	    sqcq_req_copy_from(req, &tmf, sizeof(tmf)) != sizeof(tmf))
-		return sqcq_bad_request(vq, req, "TMF");
+	    vhost_req_copy_from(req, &tmf, sizeof(tmf)) != sizeof(tmf))
+		return vhost_scsi_bad_request(vq, req, "TMF");
 	subtype = le32_to_cpu((__force __le32)tmf.subtype);
 	if (subtype != SQCQ_TMF_SUBTYPE_SETUP &&
 	    subtype != SQCQ_TMF_SUBTYPE_TEARDOWN)
-		return sqcq_scsi_tmf_one(vq, req, &tmf);
+		return vhost_scsi_tmf_one(vq, req, &tmf);
 	/* The answer needs the response byte and the setup response. */
 	if (req->in_len < offsetof(struct sqcq_setup_in, pad)) {
 		struct virtio_scsi_ctrl_tmf_resp resp = {
@@ -194,91 +202,93 @@ static u32 sqcq_ctrl_tmf(struct sqcq_vq *vq, struct sqcq_req *req)
 
 		pr_warn_ratelimited("owner %d: SQ/CQ request with a %zu-byte answer buffer, rejected\n",
 				    vq->dev->owner_pid, req->in_len);
-		return sqcq_req_copy_to(req, 0, &resp, sizeof(resp));
+		return vhost_req_copy_to(req, 0, &resp, sizeof(resp));
 	}
-	return sqcq_req_copy_to(req, 0, &in,
+	return vhost_req_copy_to(req, 0, &in,
 				min_t(size_t, req->in_len,
-				      sqcq_ctrl_sqcq(vq, req, subtype, &in)));
+				      vhost_scsi_ctrl_sqcq(vq, req, subtype, &in)));
 }
 
-static u32 sqcq_ctrl_an(struct sqcq_vq *vq, struct sqcq_req *req)
+static u32 vhost_scsi_ctrl_an(struct vhost_vq *vq, struct vhost_req *req)
 {
 	struct virtio_scsi_ctrl_an_resp resp = {};
 	struct virtio_scsi_ctrl_an_req an;
 
 	if (req->in_len < sizeof(resp) ||
-	    sqcq_req_copy_from(req, &an, sizeof(an)) != sizeof(an))
-		return sqcq_bad_request(vq, req, "AN");
+	    vhost_req_copy_from(req, &an, sizeof(an)) != sizeof(an))
+		return vhost_scsi_bad_request(vq, req, "AN");
 	/* No asynchronous events are supported: none granted. */
 	resp.event_actual = 0;
 	resp.response = VIRTIO_SCSI_S_OK;
-	return sqcq_req_copy_to(req, 0, &resp, sizeof(resp));
+	return vhost_req_copy_to(req, 0, &resp, sizeof(resp));
 }
 
-static u32 sqcq_ctrl_one(struct sqcq_vq *vq, struct sqcq_req *req)
+static u32 vhost_scsi_ctrl_one(struct vhost_vq *vq, struct vhost_req *req)
 {
 	__le32 type;
 
-	if (sqcq_req_copy_from(req, &type, sizeof(type)) != sizeof(type))
-		return sqcq_bad_request(vq, req, "control");
+	if (vhost_req_copy_from(req, &type, sizeof(type)) != sizeof(type))
+		return vhost_scsi_bad_request(vq, req, "control");
 	switch (le32_to_cpu(type)) {
 	case VIRTIO_SCSI_T_TMF:
-		return sqcq_ctrl_tmf(vq, req);
+		return vhost_scsi_ctrl_tmf(vq, req);
 	case VIRTIO_SCSI_T_AN_QUERY:
 	case VIRTIO_SCSI_T_AN_SUBSCRIBE:
-		return sqcq_ctrl_an(vq, req);
+		return vhost_scsi_ctrl_an(vq, req);
 	default:
-		return sqcq_bad_request(vq, req, "unknown control");
+		return vhost_scsi_bad_request(vq, req, "unknown control");
 	}
 }
 
-static void sqcq_handle_vq(struct sqcq_vq *vq)
+static void vhost_scsi_handle_vq(struct vhost_vq *vq)
 {
-	struct sqcq_scsi *s = vq->dev->priv;
+	struct vhost_scsi *s = vq->dev->priv;
 
 	lockdep_assert_held(&vq->mutex);
 	if (vq->index == SQCQ_EVT_VQ) {
-		sqcq_scsi_handle_evt(vq);
+		vhost_scsi_handle_evt(vq);
 		return;
 	}
 	/* The target table stays as it is for the whole batch. */
 	down_read(&s->ep_rwsem);
-	sqcq_vq_serve_sync(vq, vq->index == SQCQ_CTRL_VQ ? sqcq_ctrl_one :
-			   sqcq_scsi_cmd_one);
+	vhost_vq_serve_sync(vq, vq->index == SQCQ_CTRL_VQ ? vhost_scsi_ctrl_one :
+			   vhost_scsi_cmd_one);
 	up_read(&s->ep_rwsem);
 }
 
-static void sqcq_scsi_reset(struct sqcq_vdev *vdev)
+static void vhost_scsi_reset(struct vhost_dev *vdev)
 {
 	/* Rings are stopped; the worker still runs to finish requests. */
-	sqcq_scsi_drop_endpoint(vdev->priv);
+	vhost_scsi_drop_endpoint(vdev->priv);
 }
 
 /*
  * Bind the calling poller (a device's worker) to one CPU of poll_cpu, the
- * device number choosing round-robin; housekeeping CPUs when poll_cpu is
- * empty.  A CPU of poll_cpu that is offline leaves it unbound, with one
- * line, until that CPU comes back (sqcq_poll_bind_current()).
+ * device number choosing round-robin; with poll_cpu empty, back to where
+ * the worker runs unbound (vhost_worker_unbound_cpus()).  A CPU of
+ * poll_cpu that is offline leaves it unbound, with one line, until that
+ * CPU comes back (sqcq_poll_bind_current_or()).
  */
-static void sqcq_host_poll_bind(struct sqcq_vdev *vdev)
+static void vhost_scsi_poll_bind(struct vhost_dev *vdev)
 {
-	struct sqcq_scsi *s = vdev->priv;
-	int cpu = sqcq_poll_bind_current(s->id);
+	struct vhost_scsi *s = vdev->priv;
+	int cpu = sqcq_poll_bind_current_or(s->id,
+					    vhost_worker_unbound_cpus(vdev));
 
 	if (cpu >= 0)
-		sqcq_lifecycle_log(KERN_INFO, "dev%d: poll thread bound to CPU %d\n",
-				   s->id, cpu);
+		vhost_lifecycle_log(KERN_INFO, "dev%d: poll thread bound to CPU %d\n",
+				    s->id, cpu);
 	else if (cpu == -EAGAIN)
-		sqcq_lifecycle_log(KERN_WARNING, "dev%d: the poll thread's CPU in poll_cpu is offline: unbound until it is back\n",
-				   s->id);
+		vhost_lifecycle_log(KERN_WARNING, "dev%d: the poll thread's CPU in poll_cpu is offline: unbound until it is back\n",
+				    s->id);
 }
 
-static const struct sqcq_vdev_ops sqcq_scsi_ops = {
+static const struct vhost_dev_ops vhost_scsi_dev_ops = {
 	.features	= BIT_ULL(VIRTIO_SCSI_F_HOTPLUG),
-	.complete_vq	= sqcq_scsi_complete_vq,
-	.handle_vq	= sqcq_handle_vq,
-	.reset		= sqcq_scsi_reset,
-	.poll_bind	= sqcq_host_poll_bind,
+	.complete_vq	= vhost_scsi_complete_vq,
+	.handle_vq	= vhost_scsi_handle_vq,
+	.reset		= vhost_scsi_reset,
+	.poll_bind	= vhost_scsi_poll_bind,
 };
 
 /* ---- vhost-scsi ioctls ---- */
@@ -287,7 +297,7 @@ static const struct sqcq_vdev_ops sqcq_scsi_ops = {
  * Validate a vhost_scsi_target.  QEMU zeroes the structure and fills in
  * only the WWPN, so abi_version 0 is accepted besides the current one.
  */
-static int sqcq_get_target(void __user *argp, struct vhost_scsi_target *t)
+static int vhost_scsi_get_target(void __user *argp, struct vhost_scsi_target *t)
 {
 	if (copy_from_user(t, argp, sizeof(*t)))
 		return -EFAULT;
@@ -301,16 +311,16 @@ static int sqcq_get_target(void __user *argp, struct vhost_scsi_target *t)
 	return 0;
 }
 
-static long sqcq_scsi_ioctl(struct sqcq_scsi *s, unsigned int cmd,
-			    void __user *argp)
+static long vhost_scsi_dev_ioctl(struct vhost_scsi *s, unsigned int cmd,
+				 void __user *argp)
 {
-	struct sqcq_vdev *vdev = &s->vdev;
+	struct vhost_dev *vdev = &s->vdev;
 	struct vhost_scsi_target t;
 	u32 events_missed;
 	long ret;
 
 	mutex_lock(&vdev->mutex);
-	ret = sqcq_vdev_check_owner(vdev);
+	ret = vhost_dev_check_owner(vdev);
 	if (cmd == VHOST_SCSI_GET_ABI_VERSION && ret && !vdev->mm)
 		ret = 0;	/* a constant: answered before SET_OWNER too */
 	if (ret)
@@ -322,25 +332,25 @@ static long sqcq_scsi_ioctl(struct sqcq_scsi *s, unsigned int cmd,
 			ret = -EFAULT;
 		break;
 	case VHOST_SCSI_SET_ENDPOINT:
-		ret = sqcq_get_target(argp, &t);
+		ret = vhost_scsi_get_target(argp, &t);
 		if (!ret)
-			ret = sqcq_set_endpoint(s, &t);
+			ret = vhost_scsi_set_endpoint(s, &t);
 		break;
 	case VHOST_SCSI_CLEAR_ENDPOINT:
-		ret = sqcq_get_target(argp, &t);
+		ret = vhost_scsi_get_target(argp, &t);
 		if (ret)
 			break;
-		/* Ends SQ/CQ too (QEMU's stop), see sqcq_clear_endpoint(). */
-		ret = sqcq_clear_endpoint(s, &t);
+		/* Ends SQ/CQ too (QEMU's stop), see vhost_scsi_clear_endpoint(). */
+		ret = vhost_scsi_clear_endpoint(s, &t);
 		break;
 	case VHOST_SCSI_SET_EVENTS_MISSED:
 		if (get_user(events_missed, (u32 __user *)argp))
 			ret = -EFAULT;
 		else
-			sqcq_scsi_set_events_missed(s, events_missed);
+			vhost_scsi_set_events_missed(s, events_missed);
 		break;
 	case VHOST_SCSI_GET_EVENTS_MISSED:
-		if (put_user((u32)sqcq_scsi_get_events_missed(s),
+		if (put_user((u32)vhost_scsi_get_events_missed(s),
 			     (u32 __user *)argp))
 			ret = -EFAULT;
 		break;
@@ -355,9 +365,9 @@ out:
 
 /* ---- debugfs: per-device, per-queue counters ---- */
 
-static int sqcq_queues_show(struct seq_file *m, void *v)
+static int vhost_scsi_queues_show(struct seq_file *m, void *v)
 {
-	struct sqcq_scsi *s = m->private;
+	struct vhost_scsi *s = m->private;
 	unsigned int i;
 
 	seq_printf(m, "owner: %d\nfeatures: 0x%llx\nmode: %s\npoll_sleeps: %llu\npoll_wakeups: %llu\n",
@@ -370,84 +380,90 @@ static int sqcq_queues_show(struct seq_file *m, void *v)
 		   READ_ONCE(s->vdev.stat_sleep_why[SQCQ_SLEEP_CONTENDED]),
 		   READ_ONCE(s->vdev.stat_yields),
 		   READ_ONCE(s->vdev.poll_window_ns));
-	seq_puts(m, "vq num running broken mode requests kicks calls doorbells calls_saved\n");
+	seq_printf(m, "poll_parks: %llu\npoll_handoffs: %llu\n",
+		   READ_ONCE(s->vdev.stat_parks),
+		   READ_ONCE(s->vdev.stat_handoffs));
+	seq_puts(m, "vq num running broken mode requests kicks calls doorbells calls_saved worker handoffs\n");
 	/* Racy snapshot of counters the worker updates; good enough. */
 	for (i = 0; i < s->vdev.nvqs; i++) {
-		struct sqcq_vq *vq = &s->vdev.vqs[i];
+		struct vhost_vq *vq = &s->vdev.vqs[i];
 
 		if (!READ_ONCE(vq->num) && !READ_ONCE(vq->stat_kicks))
 			continue;
-		seq_printf(m, "%u %u %d %d %s %llu %llu %llu %llu %llu\n", i,
-			   READ_ONCE(vq->num), READ_ONCE(vq->running),
+		seq_printf(m, "%u %u %d %d %s %llu %llu %llu %llu %llu %d %llu\n",
+			   i, READ_ONCE(vq->num), READ_ONCE(vq->running),
 			   READ_ONCE(vq->broken),
 			   READ_ONCE(vq->cq) ? "sqcq" : "classic",
 			   READ_ONCE(vq->stat_requests),
 			   READ_ONCE(vq->stat_kicks), READ_ONCE(vq->stat_calls),
 			   READ_ONCE(vq->stat_doorbells),
-			   READ_ONCE(vq->stat_calls_saved));
+			   READ_ONCE(vq->stat_calls_saved),
+			   vhost_vq_worker_id(vq),
+			   READ_ONCE(vq->stat_handoffs));
 	}
 	return 0;
 }
-DEFINE_SHOW_ATTRIBUTE(sqcq_queues);
+DEFINE_SHOW_ATTRIBUTE(vhost_scsi_queues);
 
-static int sqcq_targets_show(struct seq_file *m, void *v)
+static int vhost_scsi_targets_show(struct seq_file *m, void *v)
 {
-	sqcq_scsi_show_targets(m, m->private);
+	vhost_scsi_show_targets(m, m->private);
 	return 0;
 }
-DEFINE_SHOW_ATTRIBUTE(sqcq_targets);
+DEFINE_SHOW_ATTRIBUTE(vhost_scsi_targets);
 
 /* ---- the device node ---- */
 
-static int sqcq_host_open(struct inode *inode, struct file *f)
+static int vhost_scsi_open(struct inode *inode, struct file *f)
 {
-	struct sqcq_scsi *s;
+	struct vhost_scsi *s;
 	char name[24];
 	int ret;
 
 	s = kzalloc(sizeof(*s), GFP_KERNEL_ACCOUNT);
 	if (!s)
 		return -ENOMEM;
-	ret = sqcq_scsi_tcm_init(s);
+	ret = vhost_scsi_tcm_init(s);
 	if (!ret) {
-		ret = sqcq_vdev_init(&s->vdev, SQCQ_NVQS, &sqcq_scsi_ops, s);
+		ret = vhost_dev_init(&s->vdev, SQCQ_NVQS, &vhost_scsi_dev_ops, s);
 		if (ret)
-			sqcq_scsi_tcm_free(s);
+			vhost_scsi_tcm_free(s);
 	}
 	if (ret) {
 		kfree(s);
 		return ret;
 	}
-	s->id = atomic_inc_return(&sqcq_dev_ids);
+	s->id = atomic_inc_return(&vhost_scsi_dev_ids);
+	s->vdev.poll_key = s->id;
 	snprintf(name, sizeof(name), "dev%d", s->id);
-	s->dbg = debugfs_create_dir(name, sqcq_debugfs);
-	debugfs_create_file("queues", 0444, s->dbg, s, &sqcq_queues_fops);
-	debugfs_create_file("targets", 0444, s->dbg, s, &sqcq_targets_fops);
+	s->dbg = debugfs_create_dir(name, vhost_scsi_debugfs);
+	debugfs_create_file("queues", 0444, s->dbg, s, &vhost_scsi_queues_fops);
+	debugfs_create_file("targets", 0444, s->dbg, s, &vhost_scsi_targets_fops);
 	f->private_data = s;
 	return nonseekable_open(inode, f);
 }
 
-static int sqcq_host_release(struct inode *inode, struct file *f)
+static int vhost_scsi_release(struct inode *inode, struct file *f)
 {
-	struct sqcq_scsi *s = f->private_data;
+	struct vhost_scsi *s = f->private_data;
 
 	/* Waits for readers of the counters before the device goes. */
 	debugfs_remove_recursive(s->dbg);
 	/* Unbinds the targets and waits for every request (reset op). */
-	sqcq_vdev_cleanup(&s->vdev);
-	sqcq_scsi_tcm_free(s);
+	vhost_dev_cleanup(&s->vdev);
+	vhost_scsi_tcm_free(s);
 	kfree(s);
 	return 0;
 }
 
-static long sqcq_host_ioctl(struct file *f, unsigned int cmd,
-			    unsigned long arg)
+static long vhost_scsi_ioctl(struct file *f, unsigned int cmd,
+			     unsigned long arg)
 {
-	struct sqcq_scsi *s = f->private_data;
+	struct vhost_scsi *s = f->private_data;
 	void __user *argp = (void __user *)arg;
 	long ret;
 
-	ret = sqcq_vdev_ioctl(&s->vdev, cmd, argp);
+	ret = vhost_dev_ioctl(&s->vdev, cmd, argp);
 	if (ret != -ENOIOCTLCMD)
 		return ret;
 	switch (cmd) {
@@ -456,30 +472,30 @@ static long sqcq_host_ioctl(struct file *f, unsigned int cmd,
 	case VHOST_SCSI_CLEAR_ENDPOINT:
 	case VHOST_SCSI_SET_EVENTS_MISSED:
 	case VHOST_SCSI_GET_EVENTS_MISSED:
-		return sqcq_scsi_ioctl(s, cmd, argp);
+		return vhost_scsi_dev_ioctl(s, cmd, argp);
 	default:
-		/* Includes VHOST_GET_FEATURES_ARRAY, logging, workers, ... */
+		/* Logging, endianness, busy polling, fork-from-owner, ... */
 		return -ENOTTY;
 	}
 }
 
-static const struct file_operations sqcq_host_fops = {
+static const struct file_operations vhost_scsi_fops = {
 	.owner		= THIS_MODULE,
-	.open		= sqcq_host_open,
-	.release	= sqcq_host_release,
-	.unlocked_ioctl	= sqcq_host_ioctl,
+	.open		= vhost_scsi_open,
+	.release	= vhost_scsi_release,
+	.unlocked_ioctl	= vhost_scsi_ioctl,
 	.compat_ioctl	= compat_ptr_ioctl,
 	.llseek		= noop_llseek,
 };
 
-static struct miscdevice sqcq_host_misc = {
+static struct miscdevice vhost_scsi_misc = {
 	.minor	= MISC_DYNAMIC_MINOR,
 	.name	= "vhost-scsi-sqcq",
-	.fops	= &sqcq_host_fops,
+	.fops	= &vhost_scsi_fops,
 };
 
 /* True when @path exists (sysfs): used to see the in-tree module. */
-static bool sqcq_path_exists(const char *path)
+static bool vhost_scsi_path_exists(const char *path)
 {
 	struct path p;
 
@@ -489,15 +505,22 @@ static bool sqcq_path_exists(const char *path)
 	return true;
 }
 
-static int sqcq_params_show(struct seq_file *m, void *v)
+static int vhost_scsi_params_show(struct seq_file *m, void *v)
 {
 	seq_printf(m, "sqcq: %d\n", READ_ONCE(sqcq));
 	sqcq_show_poll_params(m);
 	return 0;
 }
-DEFINE_SHOW_ATTRIBUTE(sqcq_params);
+DEFINE_SHOW_ATTRIBUTE(vhost_scsi_params);
 
-static int __init sqcq_host_init(void)
+static int vhost_scsi_pollers_show(struct seq_file *m, void *v)
+{
+	vhost_poll_groups_show(m);
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(vhost_scsi_pollers);
+
+static int __init vhost_scsi_init(void)
 {
 	int ret;
 
@@ -505,64 +528,63 @@ static int __init sqcq_host_init(void)
 		/*
 		 * The target core does not refuse a second fabric of the same
 		 * name (and unregisters by name), so look for the in-tree
-		 * module first.  A vhost_scsi loaded after us fails to
+		 * module first.  An in-tree vhost_scsi loaded after us fails to
 		 * register /dev/vhost-scsi and gives up.
 		 */
-		if (sqcq_path_exists("/sys/module/vhost_scsi") ||
-		    sqcq_path_exists("/sys/class/misc/vhost-scsi")) {
+		if (vhost_scsi_path_exists("/sys/module/vhost_scsi") ||
+		    vhost_scsi_path_exists("/sys/class/misc/vhost-scsi")) {
 			pr_err("takeover=1: the in-tree vhost_scsi holds fabric \"vhost\" and /dev/vhost-scsi; unload it first (rmmod vhost_scsi) or load without takeover\n");
 			return -EBUSY;
 		}
-		sqcq_host_misc.name = "vhost-scsi";
-	}
-	ret = sqcq_param_init("vhost_scsi_sqcq:online");
-	if (ret) {
-		pr_err("cannot follow CPU hotplug for poll_cpu: %d\n", ret);
-		return ret;
+		vhost_scsi_misc.name = "vhost-scsi";
 	}
 	/* debugfs first: an open of the node creates a directory in it. */
-	sqcq_debugfs = debugfs_create_dir(KBUILD_MODNAME, NULL);
-	debugfs_create_file("params", 0444, sqcq_debugfs, NULL,
-			    &sqcq_params_fops);
-	ret = sqcq_tcm_register(takeover);
+	vhost_scsi_debugfs = sqcq_param_init("vhost_scsi_sqcq:online",
+					     &vhost_scsi_params_fops);
+	if (IS_ERR(vhost_scsi_debugfs))
+		return PTR_ERR(vhost_scsi_debugfs);
+	debugfs_create_file("pollers", 0444, vhost_scsi_debugfs, NULL,
+			    &vhost_scsi_pollers_fops);
+	ret = vhost_scsi_register(takeover);
 	if (ret) {
 		pr_err("cannot register the TCM fabric: %d\n", ret);
 		goto err_debugfs;
 	}
-	ret = misc_register(&sqcq_host_misc);
+	ret = misc_register(&vhost_scsi_misc);
 	if (ret) {
-		pr_err("cannot register /dev/%s: %d\n", sqcq_host_misc.name,
+		pr_err("cannot register /dev/%s: %d\n", vhost_scsi_misc.name,
 		       ret);
 		goto err_tcm;
 	}
 	pr_info("version %s loaded: /dev/%s, TCM fabric \"%s\"\n",
-		SQCQ_PKG_VERSION, sqcq_host_misc.name,
+		SQCQ_PKG_VERSION, vhost_scsi_misc.name,
 		takeover ? "vhost" : "vhost_sqcq");
 	return 0;
 
 err_tcm:
-	sqcq_tcm_unregister();
+	vhost_scsi_unregister();
 err_debugfs:
-	debugfs_remove_recursive(sqcq_debugfs);
+	debugfs_remove_recursive(vhost_scsi_debugfs);
 	sqcq_param_exit();
 	return ret;
 }
 
-static void __exit sqcq_host_exit(void)
+static void __exit vhost_scsi_exit(void)
 {
 	/*
 	 * No device is open: every open file holds a module reference, and
 	 * so does every configfs directory of the fabric.
 	 */
-	misc_deregister(&sqcq_host_misc);
-	sqcq_tcm_unregister();
-	debugfs_remove_recursive(sqcq_debugfs);
+	misc_deregister(&vhost_scsi_misc);
+	vhost_scsi_unregister();
+	debugfs_remove_recursive(vhost_scsi_debugfs);
+	vhost_poll_groups_exit();
 	sqcq_param_exit();
 	pr_info("unloaded\n");
 }
 
-module_init(sqcq_host_init);
-module_exit(sqcq_host_exit);
+module_init(vhost_scsi_init);
+module_exit(vhost_scsi_exit);
 
 MODULE_DESCRIPTION("vhost-scsi backend with SQ/CQ doorbell polling");
 MODULE_AUTHOR("virtio-sqcq developers");

@@ -4,21 +4,23 @@
  *
  * The guest's doorbell area is pinned and mapped into the kernel once, at
  * setup, so the poll loop reads and writes it with plain loads and stores
- * (no get_user, no page walks).  The device's worker thread is the poller:
- * while doorbells are installed it runs sqcq_poll_run(), which holds the
+ * (no get_user, no page walks).  The device's default worker is the poller:
+ * while doorbells are installed it runs vhost_sqcq_poll_run(), which holds the
  * whole polling policy (when to spin, yield or sleep, and why) and the
- * sleep handshake of docs/protocol.md section 4.  Completions publish
- * the CQ index and signal only when the guest's poller asked for it
- * (sqcq_doorbells_publish_cq(), called from the one notify decision point,
- * sqcq_vq_notify()).
+ * sleep handshake of docs/protocol.md section 4.  It serves the queues it
+ * owns itself, and hands a moved SQ doorbell of a queue that the owner gave
+ * a worker of its own (VHOST_ATTACH_VRING_WORKER, QEMU's
+ * worker_per_virtqueue) to that worker, which serves it on its CPU.
+ * Completions publish the CQ index and signal only when the guest's
+ * poller asked for it (vhost_doorbells_publish_cq(), called from the one
+ * notify decision point, vhost_vq_notify()).
  *
  * Teardown (guest request, device reset, CLEAR_ENDPOINT, a ring stopped, a
- * memory table that no longer maps the area, owner exit) leaves SQ
- * NEED_WAKEUP | STOPPED set for good, so the guest kicks on every submit
- * again, and then unmaps: the host never touches the area afterwards.
+ * memory table that no longer maps the area, the control ring moved to a
+ * worker of its own, owner exit) leaves SQ NEED_WAKEUP | STOPPED set for
+ * good, so the guest kicks on every submit again, and then unmaps: the
+ * host never touches the area afterwards.
  */
-#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
-
 #include <linux/kthread.h>
 #include <linux/mm.h>
 #include <linux/sched/stat.h>
@@ -29,7 +31,25 @@
 #include "sqcq_uapi.h"
 #include "sqcq_vhost.h"
 
-static void sqcq_db_free(struct sqcq_doorbells *db)
+/* A shared poller (poll_shared); see "Shared pollers" below. */
+struct vhost_poll_group {
+	int cpu;
+	struct task_struct *task;
+	/* The list, and pg_node/pg_worker of each device on it. */
+	spinlock_t lock;
+	struct list_head devs;		/* parked devices */
+	unsigned int ndevs;
+	u64 work_ns;			/* a worker parked after serving */
+	/* Written by the poller (work_ns by parking workers), racy reads. */
+	bool spinning;
+	u64 window_ns;
+	u64 stat_handoffs, stat_sleeps, stat_wakeups, stat_yields;
+	u64 stat_sleep_why[SQCQ_SLEEP_NR];
+};
+
+static void vhost_poll_group_unpark(struct vhost_dev *dev);
+
+static void vhost_db_free(struct vhost_doorbells *db)
 {
 	if (db->vaddr)
 		vunmap(db->vaddr);
@@ -39,12 +59,12 @@ static void sqcq_db_free(struct sqcq_doorbells *db)
 	kfree(db);
 }
 
-int __sqcq_doorbells_attach(struct sqcq_vdev *dev,
-			    const struct sqcq_umem *umem, u64 gpa, u32 len,
+int __vhost_doorbells_attach(struct vhost_dev *dev,
+			     const struct vhost_umem *umem, u64 gpa, u32 len,
 			    unsigned int first_vq, unsigned int nq, bool sq_poll)
 {
-	const struct sqcq_mem_region *r;
-	struct sqcq_doorbells *db;
+	const struct vhost_mem_region *r;
+	struct vhost_doorbells *db;
 	unsigned int i, off;
 	int got;
 
@@ -52,7 +72,7 @@ int __sqcq_doorbells_attach(struct sqcq_vdev *dev,
 	if (dev->db)
 		return SQCQ_S_BUSY;
 	/* The whole area in one region: one contiguous user range. */
-	r = sqcq_umem_lookup(umem, gpa);
+	r = vhost_umem_lookup(umem, gpa);
 	if (!r || gpa + len - 1 > r->last)
 		return SQCQ_S_BAD_ADDR;
 
@@ -86,18 +106,26 @@ int __sqcq_doorbells_attach(struct sqcq_vdev *dev,
 	db->area = db->vaddr + off;
 
 	for (i = 0; i < nq; i++) {
-		struct sqcq_vq *vq = &dev->vqs[first_vq + i];
+		struct vhost_vq *vq = &dev->vqs[first_vq + i];
 		struct sqcq_queue_lines *ql = &db->area->q[i];
 
-		WRITE_ONCE(vq->sq, &ql->sq_line.sq);
-		WRITE_ONCE(vq->cq, &ql->cq_line.cq);
-		vq->sq_seen = sqcq_load16(&vq->sq->idx);
+		vq->sq_seen = sqcq_load16(&ql->sq_line.sq.idx);
 		/*
 		 * The guest set SQ NEED_WAKEUP (kick me, as in classic mode);
 		 * the first poll loop clears it.  The CQ index starts where
-		 * the used ring is.
+		 * the used ring is.  A queue on a worker of its own may be
+		 * completing meanwhile (only if the guest submits while its
+		 * setup request is in flight): its next completion publishes
+		 * the index again.
 		 */
-		sqcq_store16(&vq->cq->idx, vq->last_used_idx);
+		sqcq_store16(&ql->cq_line.cq.idx, READ_ONCE(vq->last_used_idx));
+		WRITE_ONCE(vq->sq, &ql->sq_line.sq);
+		/*
+		 * The CQ index above before the pointer: pairs with the
+		 * address dependency after READ_ONCE(vq->cq) in
+		 * vhost_vq_notify() on such a worker.
+		 */
+		smp_store_release(&vq->cq, &ql->cq_line.cq);
 	}
 	/*
 	 * debugfs reads mode and queue pointers without poll_lock.  The
@@ -109,46 +137,60 @@ int __sqcq_doorbells_attach(struct sqcq_vdev *dev,
 	return SQCQ_S_OK;
 
 fail:
-	sqcq_db_free(db);
+	vhost_db_free(db);
 	return SQCQ_S_NO_RESOURCES;
 }
 
-bool __sqcq_doorbells_detach(struct sqcq_vdev *dev, const char *why)
+bool __vhost_doorbells_detach(struct vhost_dev *dev, const char *why)
 {
-	struct sqcq_doorbells *db = dev->db;
+	struct vhost_doorbells *db = dev->db;
+	bool others = false;
 	unsigned int i;
 
 	lockdep_assert_held(&dev->poll_lock);
 	if (!db)
 		return false;
+	/* The shared poller reads the area while the device is parked there. */
+	vhost_poll_group_unpark(dev);
 	for (i = 0; i < db->nq; i++) {
-		struct sqcq_vq *vq = &dev->vqs[db->first_vq + i];
+		struct vhost_vq *vq = &dev->vqs[db->first_vq + i];
 
 		/* Kick me from now on; full barrier inside. */
 		sqcq_stop_polling(&vq->sq->flags, VRING_SQ_F_NEED_WAKEUP,
 				  VRING_SQ_F_STOPPED);
 		WRITE_ONCE(vq->sq, NULL);
 		WRITE_ONCE(vq->cq, NULL);
+		/* Another worker than the poll thread (none: no one is in). */
+		if (vhost_vq_worker_id(vq) > 0)
+			others = true;
 	}
 	WRITE_ONCE(dev->db, NULL);
-	sqcq_db_free(db);
-	sqcq_lifecycle_log(KERN_INFO, "owner %d: SQ/CQ stopped (%s), queues back to classic\n",
-			   dev->owner_pid, why);
+	/*
+	 * A worker of its own publishes its queue's CQ doorbell inside an
+	 * RCU read section (vhost_vq_notify()), not under poll_lock: wait
+	 * for it to leave the area.  A queue that moved back to the poll
+	 * thread took its mutex, so its old worker is out already.
+	 */
+	if (others)
+		synchronize_rcu();
+	vhost_db_free(db);
+	vhost_lifecycle_log(KERN_INFO, "owner %d: SQ/CQ stopped (%s), queues back to classic\n",
+			    dev->owner_pid, why);
 	/*
 	 * Requests the guest published without kicking while we polled are
 	 * in the rings: serve them now, classic from here on.
 	 */
 	for (i = 0; i < dev->nvqs; i++)
 		if (READ_ONCE(dev->vqs[i].running))
-			sqcq_vq_queue_work(&dev->vqs[i]);
+			vhost_vq_queue_work(&dev->vqs[i]);
 	return true;
 }
 
-void sqcq_doorbells_detach(struct sqcq_vdev *dev, const char *why)
+void vhost_doorbells_detach(struct vhost_dev *dev, const char *why)
 {
 	/* The worker holds poll_lock for a whole loop: we wait for it. */
 	mutex_lock(&dev->poll_lock);
-	__sqcq_doorbells_detach(dev, why);
+	__vhost_doorbells_detach(dev, why);
 	mutex_unlock(&dev->poll_lock);
 }
 
@@ -158,7 +200,7 @@ void sqcq_doorbells_detach(struct sqcq_vdev *dev, const char *why)
  * memory there, which the guest now writes while we would keep polling the
  * old pages.  Called by the owner (an ioctl), so current->mm is its mm.
  */
-static bool sqcq_db_pages_current(const struct sqcq_doorbells *db)
+static bool vhost_db_pages_current(const struct vhost_doorbells *db)
 {
 	struct page **now;
 	bool same;
@@ -177,67 +219,117 @@ static bool sqcq_db_pages_current(const struct sqcq_doorbells *db)
 	return same;
 }
 
-void sqcq_doorbells_revalidate(struct sqcq_vdev *dev,
-			       const struct sqcq_umem *umem)
+void vhost_doorbells_revalidate(struct vhost_dev *dev,
+				const struct vhost_umem *umem)
 {
-	const struct sqcq_mem_region *r;
-	struct sqcq_doorbells *db;
+	const struct vhost_mem_region *r;
+	struct vhost_doorbells *db;
 
 	mutex_lock(&dev->poll_lock);
 	db = dev->db;
 	if (db) {
-		r = sqcq_umem_lookup(umem, db->gpa);
+		r = vhost_umem_lookup(umem, db->gpa);
 		if (!r || db->gpa + db->len - 1 > r->last ||
 		    r->uaddr + (db->gpa - r->gpa) != db->uaddr ||
-		    !sqcq_db_pages_current(db))
-			__sqcq_doorbells_detach(dev, "memory table changed");
+		    !vhost_db_pages_current(db))
+			__vhost_doorbells_detach(dev, "memory table changed");
 	}
 	mutex_unlock(&dev->poll_lock);
 }
 
-/* Serve every polled queue whose SQ index moved; true if any did. */
-static bool sqcq_doorbells_poll(struct sqcq_vdev *dev)
+bool vhost_doorbells_cover(struct vhost_dev *dev, const struct vhost_vq *vq)
 {
-	struct sqcq_doorbells *db = dev->db;
+	lockdep_assert_held(&dev->poll_lock);
+	return dev->db && vq->index >= dev->db->first_vq &&
+	       vq->index - dev->db->first_vq < dev->db->nq;
+}
+
+/*
+ * @vq's SQ index moved and the poll thread does not serve it: queue it on
+ * its own worker (VHOST_ATTACH_VRING_WORKER), which serves it on its CPU
+ * and publishes its CQ doorbell.  The full barrier of the bit set there
+ * orders our read of the SQ index before the worker's read of the ring.
+ */
+static void vhost_doorbells_hand_off(struct vhost_vq *vq)
+{
+	WRITE_ONCE(vq->stat_handoffs, vq->stat_handoffs + 1);
+	vhost_vq_queue_work(vq);
+}
+
+/*
+ * Whether @vq's SQ index moved since the poller last acted on it; if so,
+ * note the new one.  Read barrier inside: the ring after the index.  A
+ * bogus index only makes the worker look at the ring, which is checked on
+ * its own (avail->idx), so no trust is needed.
+ */
+static bool vhost_doorbells_take(struct vhost_vq *vq)
+{
+	u16 idx = sqcq_consume_idx(&vq->sq->idx);
+
+	if (idx == vq->sq_seen)
+		return false;
+	vq->sq_seen = idx;
+	WRITE_ONCE(vq->stat_doorbells, vq->stat_doorbells + 1);
+	return true;
+}
+
+/*
+ * Serve every polled queue whose SQ index moved, or hand it to its own
+ * worker; true if any moved.
+ */
+static bool vhost_doorbells_poll(struct vhost_worker *w)
+{
+	struct vhost_dev *dev = w->dev;
+	struct vhost_doorbells *db = dev->db;
 	bool work = false;
 	unsigned int i;
 
 	lockdep_assert_held(&dev->poll_lock);
 	for (i = 0; i < db->nq; i++) {
-		struct sqcq_vq *vq = &dev->vqs[db->first_vq + i];
-		u16 idx;
+		struct vhost_vq *vq = &dev->vqs[db->first_vq + i];
 
-		/* Read barrier inside: the ring after the index. */
-		idx = sqcq_consume_idx(&vq->sq->idx);
-		if (idx == vq->sq_seen)
+		if (!vhost_doorbells_take(vq))
 			continue;
-		/*
-		 * A bogus index only makes us look at the ring, which is
-		 * checked on its own (avail->idx), so no trust is needed.
-		 */
-		vq->sq_seen = idx;
-		WRITE_ONCE(vq->stat_doorbells, vq->stat_doorbells + 1);
-		sqcq_worker_serve(vq);
+		/* vq->worker is stable under poll_lock. */
+		if (vhost_vq_on_poller(vq))
+			vhost_worker_serve(vq, w);
+		else
+			vhost_doorbells_hand_off(vq);
 		work = true;
 	}
 	return work;
 }
 
 /*
+ * Who may poll and flag a device's doorbells: its worker, with poll_lock
+ * held, or, while the device is parked on a shared poller (which only its
+ * worker does, with poll_lock held), that poller, with its lock held.
+ */
+static void vhost_doorbells_assert_owner(struct vhost_dev *dev)
+{
+	if (list_empty(&dev->pg_node))
+		lockdep_assert_held(&dev->poll_lock);
+	else
+		lockdep_assert_held(&dev->pg->lock);
+}
+
+/*
  * Publish SQ NEED_WAKEUP on every polled queue, full barrier, re-read each
  * index (docs/protocol.md section 4); pairs with sqcq_publish() in the
  * guest's submit path.  False, with the flags withdrawn, when a queue has
- * new requests.  The caller is armed: TASK_INTERRUPTIBLE, woken by kicks
- * (sqcq_vq_queue_work()).
+ * new requests.  The worker that sleeps is armed: TASK_INTERRUPTIBLE,
+ * woken by kicks (vhost_vq_queue_work()).  Called by the worker, or by the
+ * shared poller while the device is parked there and its worker asleep
+ * (vhost_poll_group_let_go()).
  */
-static bool sqcq_doorbells_prepare_sleep(struct sqcq_vdev *dev)
+static bool vhost_doorbells_prepare_sleep(struct vhost_dev *dev)
 {
-	struct sqcq_doorbells *db = dev->db;
+	struct vhost_doorbells *db = dev->db;
 	unsigned int i, j;
 
-	lockdep_assert_held(&dev->poll_lock);
+	vhost_doorbells_assert_owner(dev);
 	for (i = 0; i < db->nq; i++) {
-		struct sqcq_vq *vq = &dev->vqs[db->first_vq + i];
+		struct vhost_vq *vq = &dev->vqs[db->first_vq + i];
 
 		if (sqcq_prepare_sleep(&vq->sq->flags, VRING_SQ_F_NEED_WAKEUP,
 				       &vq->sq->idx, vq->sq_seen))
@@ -256,12 +348,12 @@ static bool sqcq_doorbells_prepare_sleep(struct sqcq_vdev *dev)
  * the guest.  A request published before the guest saw the flag was not
  * kicked: the next pass finds it through the index, as it would anyway.
  */
-static void sqcq_doorbells_request_kicks(struct sqcq_vdev *dev)
+static void vhost_doorbells_request_kicks(struct vhost_dev *dev)
 {
-	struct sqcq_doorbells *db = dev->db;
+	struct vhost_doorbells *db = dev->db;
 	unsigned int i;
 
-	lockdep_assert_held(&dev->poll_lock);
+	vhost_doorbells_assert_owner(dev);
 	for (i = 0; i < db->nq; i++)
 		sqcq_request_notify(&dev->vqs[db->first_vq + i].sq->flags,
 				    VRING_SQ_F_NEED_WAKEUP);
@@ -272,12 +364,12 @@ static void sqcq_doorbells_request_kicks(struct sqcq_vdev *dev)
  * a spinning poller does not dirty the line the guest reads on every
  * submit.  No barrier: see sqcq_clear_need_wakeup().
  */
-static void sqcq_doorbells_awake(struct sqcq_vdev *dev)
+static void vhost_doorbells_awake(struct vhost_dev *dev)
 {
-	struct sqcq_doorbells *db = dev->db;
+	struct vhost_doorbells *db = dev->db;
 	unsigned int i;
 
-	lockdep_assert_held(&dev->poll_lock);
+	vhost_doorbells_assert_owner(dev);
 	for (i = 0; i < db->nq; i++) {
 		__le16 *flags = &dev->vqs[db->first_vq + i].sq->flags;
 
@@ -286,10 +378,367 @@ static void sqcq_doorbells_awake(struct sqcq_vdev *dev)
 	}
 }
 
-static bool sqcq_poll_active(struct sqcq_vdev *dev)
+/*
+ * ---- Shared pollers (poll_shared, docs/sqcq.md) ----
+ *
+ * With poll_cpu set and poll_shared on, a device's worker does not spin:
+ * when a pass finds nothing to do it parks the device on the shared
+ * poller of its CPU of poll_cpu (device number round-robin) and sleeps.
+ * That poller, one kernel thread per CPU ("sqcq-poll/N"), spins over
+ * the SQ indices of every device parked on it and wakes a device's worker
+ * when one moves; the worker serves in the owner's mm and cgroups as
+ * before, then parks again.  When the poller's idle window is over, or
+ * another task wants its CPU, it does the sleep handshake of
+ * docs/protocol.md section 4 for each parked device (NEED_WAKEUP, full
+ * barrier, re-check) and lets it go: kicks wake its worker from then on.
+ * So N devices on poll_cpu=C cost one spinning thread on C, not N.
+ *
+ * A parked device's doorbells are read by the poller without poll_lock:
+ * the device is on the poller's list only while its worker sleeps, and
+ * whoever removes the doorbells takes it off the list first, under the
+ * poller's lock (__vhost_doorbells_detach()).  vq->sq_seen and the
+ * device's poll counters are the worker's while it runs and the poller's
+ * while the device is listed.
+ */
+
+static bool poll_shared = true;
+
+/* A change makes every poller choose again at its next pass. */
+static int vhost_poll_shared_set(const char *val,
+				 const struct kernel_param *kp)
 {
+	int ret = param_set_bool(val, kp);
+
+	if (!ret)
+		atomic_inc(&sqcq_poll_cpu_gen);
+	return ret;
+}
+
+static const struct kernel_param_ops vhost_poll_shared_ops = {
+	.set = vhost_poll_shared_set,
+	.get = param_get_bool,
+};
+module_param_cb(poll_shared, &vhost_poll_shared_ops, &poll_shared, 0644);
+MODULE_PARM_DESC(poll_shared, "With poll_cpu set, one shared poll thread per CPU of poll_cpu watches the SQ doorbells of all devices and wakes a device's worker when it has work (default 1); 0: each device's worker spins itself, bound to a CPU of poll_cpu");
+
+/* Creates and stops the pollers; vhost_pgs[cpu] is read under it. */
+static DEFINE_MUTEX(vhost_pg_mutex);
+static struct vhost_poll_group **vhost_pgs;	/* by CPU, on first use */
+
+/* Take parked @dev off @g's list (its worker runs or is told to). */
+static void vhost_poll_group_drop(struct vhost_poll_group *g,
+				  struct vhost_dev *dev)
+{
+	lockdep_assert_held(&g->lock);
+	list_del_init(&dev->pg_node);
+	g->ndevs--;
+}
+
+/* @dev's SQ index moved: its worker serves it. */
+static void vhost_poll_group_hand_back(struct vhost_poll_group *g,
+				       struct vhost_dev *dev)
+{
+	lockdep_assert_held(&g->lock);
+	vhost_poll_group_drop(g, dev);
+	WRITE_ONCE(dev->stat_handoffs, dev->stat_handoffs + 1);
+	WRITE_ONCE(g->stat_handoffs, g->stat_handoffs + 1);
+	/* Parked: the worker sleeps in vhost_sqcq_poll_run() and is alive. */
+	vhost_worker_wake(dev->pg_worker);
+}
+
+/*
+ * Look at the polled SQ indices of parked @dev: a queue on a worker of its
+ * own that moved is handed to that worker and stays watched; one on the
+ * device's worker (the default one, parked) makes us hand the device back
+ * to it.  True if any moved.
+ */
+static bool vhost_poll_group_scan(struct vhost_poll_group *g,
+				  struct vhost_dev *dev)
+{
+	struct vhost_doorbells *db = dev->db;
+	bool work = false;
+	unsigned int i;
+
+	vhost_doorbells_assert_owner(dev);
+	for (i = 0; i < db->nq; i++) {
+		struct vhost_vq *vq = &dev->vqs[db->first_vq + i];
+
+		/*
+		 * A plain read: the parked worker re-reads the index with
+		 * the read barrier before the ring.
+		 */
+		if (sqcq_load16(&vq->sq->idx) == vq->sq_seen)
+			continue;
+		work = true;
+		/*
+		 * Which worker serves the queue may change under us (the
+		 * owner moves queues under poll_lock, not our lock): either
+		 * answer is safe, as vhost_vq_queue_work() queues the queue on
+		 * whichever worker has it by then.
+		 */
+		if (rcu_access_pointer(vq->worker) == dev->pg_worker) {
+			vhost_poll_group_hand_back(g, dev);
+			return true;
+		}
+		if (vhost_doorbells_take(vq))
+			vhost_doorbells_hand_off(vq);
+	}
+	return work;
+}
+
+/*
+ * The window is over or the CPU is wanted: the sleep handshake for every
+ * parked device.  One with a request already published goes back to its
+ * worker; the others are let go with SQ NEED_WAKEUP set.
+ */
+static void vhost_poll_group_let_go(struct vhost_poll_group *g,
+				    enum sqcq_sleep_reason why)
+{
+	struct vhost_dev *dev, *tmp;
+
+	lockdep_assert_held(&g->lock);
+	list_for_each_entry_safe(dev, tmp, &g->devs, pg_node) {
+		/* Full barrier inside, pairs with sqcq_publish() in the guest. */
+		if (!vhost_doorbells_prepare_sleep(dev)) {
+			vhost_poll_group_hand_back(g, dev);
+			continue;
+		}
+		vhost_poll_group_drop(g, dev);
+		WRITE_ONCE(dev->stat_sleeps, dev->stat_sleeps + 1);
+		WRITE_ONCE(dev->stat_sleep_why[why],
+			   dev->stat_sleep_why[why] + 1);
+	}
+	WRITE_ONCE(g->stat_sleeps, g->stat_sleeps + 1);
+	WRITE_ONCE(g->stat_sleep_why[why], g->stat_sleep_why[why] + 1);
+}
+
+static int vhost_poll_group_fn(void *data)
+{
+	struct vhost_poll_group *g = data;
+	int gen, bound_gen = atomic_read(&sqcq_poll_cpu_gen) - 1;
+	u64 last = ktime_get_ns(), now;
+	enum sqcq_sleep_reason why = SQCQ_SLEEP_IDLE;
+	bool work, contended, yielded = false;
+	struct vhost_dev *dev, *tmp;
+	enum sqcq_poll_step step;
+
+	while (!kthread_should_stop()) {
+		spin_lock(&g->lock);
+		gen = atomic_read(&sqcq_poll_cpu_gen);
+		if (gen != bound_gen) {
+			/*
+			 * poll_cpu or poll_shared changed, or a CPU came
+			 * back: the workers choose again.
+			 */
+			list_for_each_entry_safe(dev, tmp, &g->devs, pg_node)
+				vhost_poll_group_hand_back(g, dev);
+			spin_unlock(&g->lock);
+			bound_gen = gen;
+			/* Fails while the CPU is offline: runs elsewhere. */
+			set_cpus_allowed_ptr(current, cpumask_of(g->cpu));
+			continue;
+		}
+		if (list_empty(&g->devs)) {
+			WRITE_ONCE(g->spinning, false);
+			/* Armed under the lock: a later park wakes us. */
+			set_current_state(TASK_INTERRUPTIBLE);
+			spin_unlock(&g->lock);
+			if (!kthread_should_stop())
+				schedule();
+			__set_current_state(TASK_RUNNING);
+			WRITE_ONCE(g->stat_wakeups, g->stat_wakeups + 1);
+			continue;
+		}
+		WRITE_ONCE(g->spinning, true);
+		work = false;
+		list_for_each_entry_safe(dev, tmp, &g->devs, pg_node) {
+			/* Polling again after a yield: no kicks wanted. */
+			if (yielded)
+				vhost_doorbells_awake(dev);
+			work |= vhost_poll_group_scan(g, dev);
+		}
+		now = ktime_get_ns();
+		/* A worker that parked after serving found work too. */
+		if (g->work_ns > last)
+			sqcq_poll_work_at(&g->window_ns, &last, g->work_ns);
+		if (work)
+			sqcq_poll_work_at(&g->window_ns, &last, now);
+		/* The policy of every poller (common/sqcq_poll.h). */
+		contended = need_resched() || !single_task_running();
+		step = sqcq_poll_decide(work, contended, yielded, false,
+					now - last >=
+					sqcq_poll_window(g->window_ns), &why);
+		yielded = step == SQCQ_POLL_YIELD;
+		if (step == SQCQ_POLL_SLEEP) {
+			vhost_poll_group_let_go(g, why);
+		} else if (step == SQCQ_POLL_YIELD) {
+			/* Kicks while the other task runs; they stay parked. */
+			list_for_each_entry(dev, &g->devs, pg_node)
+				vhost_doorbells_request_kicks(dev);
+			WRITE_ONCE(g->stat_yields, g->stat_yields + 1);
+		}
+		spin_unlock(&g->lock);
+		sqcq_poll_pass_end(step, work);
+	}
+	return 0;
+}
+
+/* The shared poller of @cpu, started on first use; NULL if it cannot be. */
+static struct vhost_poll_group *vhost_poll_group_get(int cpu)
+{
+	struct vhost_poll_group *g = NULL;
+	struct task_struct *task;
+
+	mutex_lock(&vhost_pg_mutex);
+	if (!vhost_pgs)
+		vhost_pgs = kcalloc(nr_cpu_ids, sizeof(*vhost_pgs), GFP_KERNEL);
+	if (!vhost_pgs)
+		goto out;
+	g = vhost_pgs[cpu];
+	if (g)
+		goto out;
+	g = kzalloc(sizeof(*g), GFP_KERNEL);
+	if (!g)
+		goto out;
+	g->cpu = cpu;
+	spin_lock_init(&g->lock);
+	INIT_LIST_HEAD(&g->devs);
+	g->window_ns = sqcq_poll_window_start();
+	task = kthread_create(vhost_poll_group_fn, g, "sqcq-poll/%d",
+			      cpu);
+	if (IS_ERR(task)) {
+		kfree(g);
+		g = NULL;
+		goto out;
+	}
+	g->task = task;
+	vhost_pgs[cpu] = g;
+	wake_up_process(task);
+	vhost_lifecycle_log(KERN_INFO, "shared poll thread for CPU %d started\n",
+			    cpu);
+out:
+	mutex_unlock(&vhost_pg_mutex);
+	return g;
+}
+
+/*
+ * Park @dev on its shared poller: the caller, worker @w, holds poll_lock
+ * and is armed (TASK_INTERRUPTIBLE), then drops poll_lock and sleeps until
+ * the poller or a kick wakes it.  @served: it served since it last parked.
+ */
+static void vhost_poll_group_park(struct vhost_dev *dev,
+				  struct vhost_worker *w, bool served)
+{
+	struct vhost_poll_group *g = dev->pg;
+
 	lockdep_assert_held(&dev->poll_lock);
-	return dev->db && dev->db->sq_poll && !kthread_should_stop();
+	spin_lock(&g->lock);
+	if (list_empty(&dev->pg_node)) {
+		dev->pg_worker = w;
+		list_add_tail(&dev->pg_node, &g->devs);
+		g->ndevs++;
+	}
+	if (served)
+		g->work_ns = ktime_get_ns();
+	spin_unlock(&g->lock);
+	WRITE_ONCE(dev->stat_parks, dev->stat_parks + 1);
+	/* Sleeping with an empty list, or spinning: both fine. */
+	wake_up_process(g->task);
+}
+
+/* Off the shared poller's list, if on it: the worker or the doorbells' end. */
+static void vhost_poll_group_unpark(struct vhost_dev *dev)
+{
+	struct vhost_poll_group *g = dev->pg;
+
+	if (!g)
+		return;
+	spin_lock(&g->lock);
+	if (!list_empty(&dev->pg_node))
+		vhost_poll_group_drop(g, dev);
+	spin_unlock(&g->lock);
+}
+
+/*
+ * Choose how the calling worker polls, after a change of poll_cpu or
+ * poll_shared: parked on a shared poller (the worker itself then runs
+ * off that CPU where it can), or spinning itself (ops->poll_bind()).
+ */
+static void vhost_sqcq_poll_choose(struct vhost_dev *dev)
+{
+	const struct cpumask *unbound = vhost_worker_unbound_cpus(dev);
+	cpumask_var_t mask;
+	int cpu = -1;
+
+	lockdep_assert_held(&dev->poll_lock);
+	vhost_poll_group_unpark(dev);
+	dev->pg = NULL;
+	if (READ_ONCE(poll_shared))
+		cpu = sqcq_poll_pick_cpu(dev->poll_key);
+	if (cpu >= 0 && (unsigned int)cpu < nr_cpu_ids)
+		dev->pg = vhost_poll_group_get(cpu);
+	if (!dev->pg) {
+		dev->ops->poll_bind(dev);
+		return;
+	}
+	if (zalloc_cpumask_var(&mask, GFP_KERNEL)) {
+		cpumask_andnot(mask, unbound, cpumask_of(cpu));
+		set_cpus_allowed_ptr(current,
+				     cpumask_empty(mask) ? unbound : mask);
+		free_cpumask_var(mask);
+	} else {
+		set_cpus_allowed_ptr(current, unbound);
+	}
+	vhost_lifecycle_log(KERN_INFO, "owner %d: SQ doorbells watched by the shared poll thread of CPU %d\n",
+			    dev->owner_pid, cpu);
+}
+
+void vhost_poll_groups_show(struct seq_file *m)
+{
+	struct vhost_poll_group *g;
+	unsigned int cpu;
+
+	seq_puts(m, "cpu pid state devices handoffs sleeps sleeps_idle sleeps_contended wakeups yields window_ns\n");
+	mutex_lock(&vhost_pg_mutex);
+	for (cpu = 0; vhost_pgs && cpu < nr_cpu_ids; cpu++) {
+		g = vhost_pgs[cpu];
+		if (!g)
+			continue;
+		seq_printf(m, "%d %d %s %u %llu %llu %llu %llu %llu %llu %llu\n",
+			   g->cpu, task_pid_nr(g->task),
+			   READ_ONCE(g->spinning) ? "spinning" : "sleeping",
+			   READ_ONCE(g->ndevs), READ_ONCE(g->stat_handoffs),
+			   READ_ONCE(g->stat_sleeps),
+			   READ_ONCE(g->stat_sleep_why[SQCQ_SLEEP_IDLE]),
+			   READ_ONCE(g->stat_sleep_why[SQCQ_SLEEP_CONTENDED]),
+			   READ_ONCE(g->stat_wakeups),
+			   READ_ONCE(g->stat_yields),
+			   READ_ONCE(g->window_ns));
+	}
+	mutex_unlock(&vhost_pg_mutex);
+}
+
+void vhost_poll_groups_exit(void)
+{
+	unsigned int cpu;
+
+	/* No device is left, so no list holds one. */
+	for (cpu = 0; vhost_pgs && cpu < nr_cpu_ids; cpu++) {
+		if (!vhost_pgs[cpu])
+			continue;
+		kthread_stop(vhost_pgs[cpu]->task);
+		kfree(vhost_pgs[cpu]);
+	}
+	kfree(vhost_pgs);
+	vhost_pgs = NULL;
+}
+
+static bool vhost_sqcq_poll_active(struct vhost_worker *w)
+{
+	struct vhost_dev *dev = w->dev;
+
+	lockdep_assert_held(&dev->poll_lock);
+	return dev->db && dev->db->sq_poll && !vhost_worker_should_stop(w);
 }
 
 /*
@@ -305,41 +754,68 @@ static bool sqcq_poll_active(struct sqcq_vdev *dev)
  *     clears the flags;
  *   - sleep (idle window over, or still contended after a yield): the
  *     handshake of docs/protocol.md section 4: task state, NEED_WAKEUP on
- *     every SQ, full barrier, re-check (sqcq_doorbells_prepare_sleep()),
+ *     every SQ, full barrier, re-check (vhost_doorbells_prepare_sleep()),
  *     schedule(); the next pass clears the flags.
  *
  * The idle window adapts to the gaps between requests below poll_idle_us
  * (sqcq_poll_window_update()).  Returns when the doorbells are gone or the
  * worker must stop.
  */
-void sqcq_poll_run(struct sqcq_vdev *dev)
+void vhost_sqcq_poll_run(struct vhost_worker *w)
 {
+	struct vhost_dev *dev = w->dev;
 	int bound_gen = atomic_read(&sqcq_poll_cpu_gen) - 1;
 	u64 last = ktime_get_ns(), now;
 	enum sqcq_sleep_reason why = SQCQ_SLEEP_IDLE;
-	bool work, contended, yielded = false;
+	bool work, contended, yielded = false, served = true;
 	enum sqcq_poll_step step;
 	int gen;
 
 	for (;;) {
 		mutex_lock(&dev->poll_lock);
-		if (!sqcq_poll_active(dev)) {
+		if (!vhost_sqcq_poll_active(w)) {
 			mutex_unlock(&dev->poll_lock);
 			return;
 		}
-		sqcq_doorbells_awake(dev);
+		vhost_doorbells_awake(dev);
 		gen = atomic_read(&sqcq_poll_cpu_gen);
 		if (gen != bound_gen) {
 			bound_gen = gen;
-			dev->ops->poll_bind(dev);
+			vhost_sqcq_poll_choose(dev);
 		}
-		work = sqcq_worker_serve_pending(dev);
+		work = vhost_worker_serve_pending(w);
 		/* Serving may have torn the doorbells down (a guest request). */
-		if (!sqcq_poll_active(dev)) {
+		if (!vhost_sqcq_poll_active(w)) {
 			mutex_unlock(&dev->poll_lock);
 			return;
 		}
-		work |= sqcq_doorbells_poll(dev);
+		work |= vhost_doorbells_poll(w);
+		if (dev->pg) {
+			/*
+			 * A shared poller watches for us: serve while there
+			 * is work, then park there and sleep.  Armed before
+			 * the last test of the pending bits (kicks); the full
+			 * barrier of set_current_state() also makes this
+			 * pass's clear of SQ NEED_WAKEUP visible before the
+			 * shared poller, once we are parked, may set it in
+			 * its handshake (tests/model: no_park_mb_shared).
+			 */
+			served |= work;
+			if (!work)
+				set_current_state(TASK_INTERRUPTIBLE);
+			if (work || vhost_worker_has_pending(w)) {
+				__set_current_state(TASK_RUNNING);
+				mutex_unlock(&dev->poll_lock);
+				cond_resched();
+				continue;
+			}
+			vhost_poll_group_park(dev, w, served);
+			served = false;
+			mutex_unlock(&dev->poll_lock);
+			schedule();
+			vhost_poll_group_unpark(dev);
+			continue;
+		}
 		now = ktime_get_ns();
 		if (work)
 			sqcq_poll_work_at(&dev->poll_window_ns, &last, now);
@@ -350,23 +826,18 @@ void sqcq_poll_run(struct sqcq_vdev *dev)
 					&why);
 		yielded = step == SQCQ_POLL_YIELD;
 		if (step == SQCQ_POLL_YIELD) {
-			sqcq_doorbells_request_kicks(dev);
+			vhost_doorbells_request_kicks(dev);
 			WRITE_ONCE(dev->stat_yields, dev->stat_yields + 1);
 		}
 		if (step != SQCQ_POLL_SLEEP) {
 			mutex_unlock(&dev->poll_lock);
-			if (step == SQCQ_POLL_YIELD)
-				sqcq_poll_give_cpu();
-			else if (!work)
-				cpu_relax();
-			/* RCU's quiescent state on kernels without preemption. */
-			cond_resched();
+			sqcq_poll_pass_end(step, work);
 			continue;
 		}
-		/* Armed before the re-checks: see sqcq_vq_queue_work(). */
+		/* Armed before the re-checks: see vhost_vq_queue_work(). */
 		set_current_state(TASK_INTERRUPTIBLE);
-		if (sqcq_worker_has_pending(dev) ||
-		    !sqcq_doorbells_prepare_sleep(dev)) {
+		if (vhost_worker_has_pending(w) ||
+		    !vhost_doorbells_prepare_sleep(dev)) {
 			__set_current_state(TASK_RUNNING);
 			mutex_unlock(&dev->poll_lock);
 			continue;
@@ -380,7 +851,7 @@ void sqcq_poll_run(struct sqcq_vdev *dev)
 	}
 }
 
-bool sqcq_doorbells_publish_cq(struct sqcq_vq *vq)
+bool vhost_doorbells_publish_cq(struct vhost_vq *vq, struct vring_cq *cq)
 {
 	lockdep_assert_held(&vq->mutex);
 	/*
@@ -389,6 +860,6 @@ bool sqcq_doorbells_publish_cq(struct sqcq_vq *vq)
 	 * section 4).
 	 * Pairs with sqcq_prepare_sleep() in the guest poller.
 	 */
-	return sqcq_publish(&vq->cq->idx, vq->last_used_idx, &vq->cq->flags,
+	return sqcq_publish(&cq->idx, vq->last_used_idx, &cq->flags,
 			    VRING_CQ_F_NEED_WAKEUP);
 }

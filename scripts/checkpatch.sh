@@ -24,13 +24,16 @@
 #                          every use of them carries its pairing comment
 #   common/sqcq_compat.h   MACRO_WITH_FLOW_CONTROL, COMPLEX_MACRO:
 #                          SQCQ_MAP_QUEUES_DONE is "return" or "return 0",
-#                          as ->map_queues returns void or int
+#                          as ->map_queues returns void or int;
+#                          SQCQ_TFO_SUBMIT_TYPE and SQCQ_SHT_MQ_POLL() are
+#                          designated initializers of members that older
+#                          kernels lack
 #   common/sqcq_param.h  YIELD: sqcq_poll_give_cpu() yields to the task
 #                          that wants the poller's CPU (the target core's
 #                          kworker), which is what yield() does; nothing
 #                          relies on it for progress (the poller asks for
 #                          notifications before it yields)
-#   host/sqcq_vhost.h    PRINTK_WITHOUT_KERN_LEVEL: sqcq_lifecycle_log()
+#   host/sqcq_vhost.h    PRINTK_WITHOUT_KERN_LEVEL: vhost_lifecycle_log()
 #                          passes the level as its first argument
 set -u
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -74,6 +77,7 @@ out=$(
 	run "$base,BIT_MACRO,PREFER_DEFINED_ATTRIBUTE_MACRO,ARRAY_SIZE,MEMORY_BARRIER" \
 		common/sqcq_uapi.h
 	run "$base,MACRO_WITH_FLOW_CONTROL,COMPLEX_MACRO" common/sqcq_compat.h
+	run "$base" common/sqcq_vhost_abi.h
 	run "$base,PRINTK_WITHOUT_KERN_LEVEL" host/sqcq_vhost.h
 )
 n=$(grep -c '^[^ ]*:[0-9]*: ' <<<"$out")

@@ -39,30 +39,24 @@ exists() {
 # Both modules
 has SQCQ_HAVE_HK_TYPE linux/sched/isolation.h 'enum hk_type'
 has SQCQ_HAVE_HRTIMER_SETUP linux/hrtimer.h 'void hrtimer_setup\('
+has SQCQ_HAVE_SYSTEM_DFL_WQ linux/workqueue.h '\*system_dfl_wq;'
 
 # Host side
 has SQCQ_HAVE_EVENTFD_SIGNAL_1ARG linux/eventfd.h \
 	'void eventfd_signal\(struct eventfd_ctx \*ctx\)'
-exists SQCQ_HAVE_VHOST_TASK_H linux/sched/vhost_task.h
-has SQCQ_HAVE_VHOST_TASK_KILL linux/sched/vhost_task.h 'handle_kill'
-has SQCQ_HAVE_IOV_ITER_GET_PAGES2 linux/uio.h 'iov_iter_get_pages2\('
 has SQCQ_HAVE_ITER_SOURCE linux/uio.h 'ITER_SOURCE'
-has SQCQ_HAVE_SBITMAP_GET_1ARG linux/sbitmap.h \
-	'int sbitmap_get\(struct sbitmap \*sb\);'
+# vhost_task with a kill handler (6.11+), and built (CONFIG_VHOST_TASK:
+# selected by CONFIG_VHOST, which Debian builds as a module).
+case $(has X linux/sched/vhost_task.h 'handle_kill')$(has X generated/autoconf.h \
+	'define CONFIG_VHOST_TASK 1') in
+' -DX -DX') printf ' -D%s' SQCQ_HAVE_VHOST_TASK ;;
+esac
 has SQCQ_HAVE_TARGET_SUBMIT_PREP target/target_core_fabric.h \
 	'target_submit_prep\('
-has SQCQ_HAVE_TARGET_SUBMIT_INT target/target_core_fabric.h \
-	'int[[:space:]]+target_submit\(struct se_cmd'
 has SQCQ_HAVE_TARGET_QUEUE_SUBMISSION target/target_core_fabric.h \
 	'target_queue_submission\('
-has SQCQ_HAVE_FABRIC_ENABLE_TPG target/target_core_fabric.h \
-	'fabric_enable_tpg'
 has SQCQ_HAVE_DIRECT_SUBMIT_SUPP target/target_core_fabric.h \
 	'direct_submit_supp'
-has SQCQ_HAVE_DIRECT_COMPL_SUPP target/target_core_fabric.h \
-	'direct_compl_supp'
-has SQCQ_HAVE_TARGET_STOP_SESSION target/target_core_fabric.h \
-	'target_stop_session\('
 
 # Guest side
 has SQCQ_HAVE_SCSI_MQ_POLL scsi/scsi_host.h 'int \(\* ?mq_poll\)'
@@ -72,8 +66,6 @@ has SQCQ_HAVE_SCSI_QC_STATUS scsi/scsi_host.h 'enum scsi_qc_status'
 has SQCQ_HAVE_SDEV_CONFIGURE scsi/scsi_host.h 'sdev_configure'
 has SQCQ_HAVE_EH_TIMEOUT_ENUM scsi/scsi_host.h \
 	'enum scsi_timeout_action \(\* ?eh_timed_out\)'
-has SQCQ_HAVE_HOST_ALLOC_CONST scsi/scsi_host.h \
-	'scsi_host_alloc\(const struct scsi_host_template'
 exists SQCQ_HAVE_BLK_MQ_VIRTIO_H linux/blk-mq-virtio.h
 has SQCQ_HAVE_BLK_MQ_MAP_HW_QUEUES linux/blk-mq.h 'blk_mq_map_hw_queues\('
 has SQCQ_HAVE_VIRTQUEUE_INFO linux/virtio_config.h 'struct virtqueue_info \{'

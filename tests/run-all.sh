@@ -24,6 +24,25 @@ SUMMARY=$LOGDIR/summary.txt
 passed=0
 failed=0
 
+# CI gives the whole run 90 minutes.  Past SQCQ_CHECK_BUDGET_S seconds from
+# the start no further stage or long run is started: each one left out is a
+# FAIL line, so a run that hung somewhere still ends red with its counts
+# instead of being cut off mid-stage.
+BUDGET=${SQCQ_CHECK_BUDGET_S:-4900}
+total_start=$(date +%s)
+# Nor does an end-to-end run repeat an attempt the emulator broke after it.
+export E2E_DEADLINE=$((total_start + BUDGET))
+
+# budgeted CMD...: CMD, or a FAIL line when the time budget is spent.
+budgeted() {
+	local spent=$(($(date +%s) - total_start))
+	if [ "$spent" -ge "$BUDGET" ]; then
+		echo "FAIL: not run, ${spent}s of the ${BUDGET}s budget spent (SQCQ_CHECK_BUDGET_S): $*"
+		return 1
+	fi
+	"$@"
+}
+
 # run_stage NAME CMD...: run CMD, stream its output, count its result lines.
 # A stage that fails without printing a FAIL line counts as one failure.
 run_stage() {
@@ -32,7 +51,7 @@ run_stage() {
 	out=$LOGDIR/stage-$name.log
 	start=$(date +%s)
 	echo "=== stage $name: $*"
-	"$@" 2>&1 | tee "$out"
+	budgeted "$@" 2>&1 | tee "$out"
 	rc=${PIPESTATUS[0]}
 	p=$(grep -c '^PASS: ' "$out")
 	f=$(grep -c '^FAIL: ' "$out")
@@ -76,7 +95,7 @@ vm_stage() {
 per_kernel() {
 	local script=$1 id rc=0
 	for id in $SQCQ_VM_KERNELS; do
-		"$script" --kernel "$id" || rc=1
+		budgeted "$script" --kernel "$id" || rc=1
 	done
 	return $rc
 }
@@ -86,13 +105,68 @@ per_kernel() {
 # our host with the in-tree guest driver under the in-tree names
 # (takeover=1: by vhostfd and by plain wwpn=), and both of ours with SQ/CQ
 # negotiated; each with fio verify, a device reset under load (our guest
-# driver) and a LUN hotplug.  A run the emulator broke is repeated
-# (tests/e2e/run.sh, E2E_RETRIES); a hang costs at most --timeout.
+# driver) and a LUN hotplug; with our host also a second L2 beside an
+# emulated intel-iommu (iommu_platform=on: the host refuses
+# VIRTIO_F_ACCESS_PLATFORM, QEMU reports it).  A run the emulator broke is
+# repeated, here up to 5 times (tests/e2e/run.sh, E2E_RETRIES); a hang costs
+# at most --timeout.  Then both of ours again with trixie's QEMU 10 starting
+# L2 (--l2-qemu, its chroot made on first use) and num_queues=2,
+# worker_per_virtqueue=on (a worker of its own for the second I/O queue,
+# SQ/CQ all the same): the ioctls a newer QEMU sends and its virtio-pci,
+# ~5 min.  These L2s run under KVM in L1, on
+# TCG's emulated SVM, which breaks an L2 whose CPU is kept busy by the
+# guest poller beside fio: a double fault with the kernel on a user stack
+# or with the user's GS base, or a silent reset, in every attempt of a CI
+# run (2026-12-01).  So the guest poller's phases (runtime poll_idle_us,
+# adaptive window, CPU hog) run in a last pair whose L2 is under TCG inside
+# L1's TCG (SQCQ_VM_NESTED_ACCEL=tcg: no emulated SVM; ~6 min), on a CPU of
+# L1 apart from the host poller (E2E_L2_ISOLATE=1: otherwise L2's emulation
+# keeps the poller yielding; and with a fixed 1 s window, since L2's
+# requests come too far apart for the adaptive one: 0 or 1 kick saved in
+# about 1900 requests without), with a smaller first fio
+# and without the reset, hotplug and vIOMMU parts the others cover.  The
+# SCHED_FIFO loops (rt-hog) are in none: under TCG, as on the sanitizer L1,
+# L2 completed no I/O in the 5 s under them (cause not found), and with KVM
+# they are where the emulated SVM breaks most.  sid's QEMU, rt-hog and the
+# other pairs are by-hand runs (tests/README.md).
 e2e_stage() {
-	local rc=0 pair
-	for pair in intree/sqcq takeover/intree sqcq/sqcq; do
-		tests/e2e/run.sh --kernel 6.1 --host "${pair%/*}" --guest "${pair#*/}" \
-			--timeout 900 --l2-timeout 720 || rc=1
+	local rc=0 pair hg q k opts smp
+	# HOST/GUEST[@SUITE of L2's QEMU]
+	for pair in intree/sqcq takeover/intree sqcq/sqcq sqcq/sqcq@trixie; do
+		hg=${pair%@*} q=bookworm opts="" smp=1
+		[ "$hg" = "$pair" ] || q=${pair#*@}
+		# trixie's QEMU 10 with a worker per I/O queue after the first;
+		# L2 on 2 vCPUs, so that the guest uses both queues.
+		[ "$q" = trixie ] && opts=num_queues=2,worker_per_virtqueue=on smp=2
+		E2E_L2_SMP=$smp E2E_L2_VHOST_OPTS=$opts E2E_RTHOG=0 E2E_POLL_PHASES=0 \
+			E2E_RETRIES=${E2E_RETRIES:-5} budgeted tests/e2e/run.sh --kernel 6.1 --host "${hg%/*}" --guest "${hg#*/}" \
+			--l2-qemu "$q" --timeout 900 --l2-timeout 720 || rc=1
+	done
+	# Our 7.2 guest driver with SQ/CQ against our host (L1 stays on 6.1: a
+	# 7.2 L1's KVM stops L2 with "KVM internal error", tests/README.md).
+	E2E_RTHOG=0 E2E_POLL_PHASES=0 E2E_VIOMMU=0 E2E_RETRIES=${E2E_RETRIES:-5} \
+		budgeted tests/e2e/run.sh --kernel 6.1 --l2-kernel 7.2 --host sqcq --guest sqcq \
+		--timeout 900 --l2-timeout 720 || rc=1
+	# libvirt (E2E_L2_VIA=libvirt) is by hand: in one of two local CI runs
+	# L1 panicked under it ("corrupted stack end detected inside scheduler"
+	# in the vCPU thread of the QEMU libvirt started), cause not found
+	# (tests/README.md).
+	# L2 under TCG (no emulated SVM) with L1 and L2 on 6.1, then both on 7.2:
+	# our 7.2 host and guest modules together (a 7.2 L1's KVM cannot run L2
+	# on the emulated SVM, tests/README.md).
+	# Our host polls with a poller per device here (poll_shared=0), as
+	# these pairs did when they passed two CI runs: in the one local CI
+	# run with the shared poller (CPU 0; the device's worker then runs on
+	# CPU 1 beside L2's busy vCPU thread) the 7.2 pair's L2 completed no
+	# I/O during the guest's CPU hog.  Cause not established: a rerun
+	# with poll_shared=0 was as slow in its fio phases (96 s, 61 s in
+	# earlier runs).  The shared poller is tested in the sqcq stage (4e),
+	# the fuzzer and the model; by hand here with E2E_HOST_PARAMS.
+	for k in 6.1 7.2; do
+		SQCQ_VM_NESTED_ACCEL=tcg E2E_L2_ISOLATE=1 E2E_RTHOG=0 E2E_RESET=0 E2E_VIOMMU=0 \
+			E2E_HOST_PARAMS="poll_idle_us=1000000 poll_adaptive=0 poll_shared=0" E2E_RETRIES=${E2E_RETRIES:-2} \
+			budgeted tests/e2e/run.sh --kernel "$k" --host sqcq --guest sqcq --no-hotplug \
+			--fio-size 4m --min-ios 1000 --timeout 1500 --l2-timeout 1300 || rc=1
 	done
 	return $rc
 }
@@ -104,7 +178,7 @@ e2e_stage() {
 # or kmemleak object fails the run that saw it (tests/vm/run.sh).
 timed() {
 	local t0=$SECONDS rc=0
-	"$@" || rc=$?
+	budgeted "$@" || rc=$?
 	echo "debug: $* took $((SECONDS - t0))s (status $rc)" >&2
 	return $rc
 }
@@ -119,26 +193,31 @@ debug_stage() {
 	fi
 	timed tests/matrix.sh debug || return 1
 	timed tests/debug/selftest.sh || rc=1
-	# Timeouts about three times the runs measured on 2 busy cores (host
-	# 140 s, sqcq 255 s, guest 360 s): a hang must not eat CI's 90 minutes.
+	# Timeouts two to four times the runs measured on 2 cores (host 130 s,
+	# sqcq 310 s, guest 260 s): a hang must not eat CI's 90 minutes.
 	timed tests/host/run.sh --kernel debug --timeout 600 || rc=1
 	timed tests/host/sqcq.sh --kernel debug --timeout 900 || rc=1
 	# --no-iommu: the q35 + intel-iommu VM does not see its disk on this
 	# kernel (pci=noacpi, tests/debug/cmdline, is the suspect).
-	timed tests/guest/run.sh --kernel debug --no-iommu --timeout 1200 || rc=1
+	timed tests/guest/run.sh --kernel debug --no-iommu --timeout 720 || rc=1
 	# Both of ours end to end with L1 (our host module, LIO, KVM) on this
 	# kernel and L2 on Debian's 6.1 (with L2 on the debug kernel too the
-	# nested guest is too slow to finish).  Measured about 9 minutes; one
-	# repeat at most of a run the emulator broke, to bound CI's time.  No
-	# SCHED_FIFO loops in L2 here (the e2e stage has them): under them L2
-	# on this slow L1 completed no I/O at all in 5 s (cause not found,
+	# nested guest is too slow to finish).  Measured about 9 minutes; two
+	# repeats at most of a run the emulator broke (one CI run on
+	# 2026-12-01 saw L1 and then L2 reset silently, both without a word in
+	# their kernel logs), which bounds it to about 30 minutes.  No
+	# SCHED_FIFO loops in L2 here (by hand only, see e2e_stage): under them
+	# L2 on this slow L1 completed no I/O at all in 5 s (cause not found,
 	# docs/sqcq.md).
-	E2E_RTHOG=0 E2E_RETRIES=1 timed tests/e2e/run.sh --kernel debug --l2-kernel 6.1 \
+	# The refusal behind a vIOMMU (E2E_VIOMMU) is left to the e2e stage:
+	# a second L2 on this L1 costs minutes.  Without the guest poller's
+	# phases, as in the e2e stage's KVM pairs: its L2 runs on TCG's emulated
+	# SVM too, and a CI run on 2026-12-01 saw that L2 reset silently in them.
+	E2E_RTHOG=0 E2E_POLL_PHASES=0 E2E_RETRIES=2 E2E_VIOMMU=0 timed tests/e2e/run.sh --kernel debug --l2-kernel 6.1 \
 		--host sqcq --guest sqcq --timeout 1200 --l2-timeout 1000 || rc=1
 	return $rc
 }
 
-total_start=$(date +%s)
 for stage in $STAGES; do
 	case $stage in
 	unit) run_stage unit tests/unit/run.sh ;;

@@ -19,6 +19,8 @@
 #                   and, with our host, switch its sqcq parameter to 0 and
 #                   back across two more resets
 #   E2E_RTHOG       1: fio above SCHED_FIFO busy loops (our guest and host)
+#   E2E_POLL_PHASES 0: leave out the guest poller's phases (runtime
+#                   poll_idle_us, rt-hog, window and hog policy)
 # Prints PASS:/FAIL: lines "e2e LABEL ..."; exit status 0 when all passed.
 #
 # Starting a process costs seconds in a nested guest, so everything that
@@ -164,6 +166,18 @@ fi
 log "vhostfd device: $DISK_A; plain wwpn device: ${DISK_B:-none}"
 phase "driver+scan"
 
+# E2E_L2_BUSY=1 (l1.sh, "virsh destroy under I/O"): writes with verify on
+# the vhostfd device until L1 destroys the domain under them; nothing else.
+if [ "${E2E_L2_BUSY:-0}" = 1 ]; then
+	[ -n "$DISK_A" ] || exit 1
+	: >"$SQCQ_RESULTS/busy"
+	fio --eta=never --output=/tmp/fio-busy.log --name=busy --filename="$DISK_A" \
+		--ioengine=libaio --direct=1 --rw=randwrite --bs=4k --iodepth=16 \
+		--verify=crc32c --verify_fatal=1 --size=16m --time_based --runtime=600 \
+		>/dev/null 2>&1
+	exit 1
+fi
+
 # ---- 2. data integrity: the vhostfd device (and the plain wwpn one) ----------
 if [ -n "$DISK_A" ]; then
 	ios "$DISK_A"
@@ -235,13 +249,16 @@ rebind_a() {
 # time a pass finds no completion (its sleep count grows under load), with
 # 1 s it does not sleep while the load lasts (poll_cpu is tested on the
 # host side, tests/host/sqcq-inside.sh: L2 has one vCPU).
-if [ "$GUEST" = sqcq ] && [ "$E2E_HOST" != intree ] && [ -n "$DISK_A" ] && vdev "$SLOT_A"; then
+if [ "$GUEST" = sqcq ] && [ "$E2E_HOST" != intree ] && [ -n "$DISK_A" ] &&
+	[ "${E2E_POLL_PHASES:-1}" = 1 ] && vdev "$SLOT_A"; then
 	d=/sys/kernel/debug/virtio_scsi_sqcq/${REPLY##*/}
 	par=/sys/module/virtio_scsi_sqcq/parameters/poll_idle_us
 	read -r idle0 <"$par"
+	# 18 s: the checks need about 8 s of load; beyond them fio under a
+	# 1 s window is where the emulator broke most (tests/e2e/run.sh).
 	fio --eta=never --output=/tmp/fio-rt.log --name=rt --filename="$DISK_A" \
 		--ioengine=libaio --direct=1 --rw=randrw --bs=4k --iodepth=8 \
-		--time_based --runtime=30 --size=16m >/dev/null 2>&1 &
+		--time_based --runtime=18 --size=16m >/dev/null 2>&1 &
 	fpid=$!
 	# The load first (fio takes long to start in L2 on a sanitizer L1:
 	# its binary comes over two levels of 9p), then the change.
@@ -318,15 +335,19 @@ rt_hog() {
 	echo -1 >/proc/sys/kernel/sched_rt_runtime_us
 	# A SCHED_FIFO 70 shell starts the loops (FIFO 50, one per CPU),
 	# reads the I/O count and the poll thread's CPU ticks before and after
-	# 5 s of them, and ends them.
+	# 5 s of them, and ends them. The window opens once every loop runs
+	# its own bash: until then a loop is still starting at FIFO 70 (the
+	# shell's), above fio, which takes seconds with L2 under TCG.
 	# shellcheck disable=SC2016
 	read -r a b p0 p1 < <(chrt -f 70 bash -c '
 		ticks() { local s; read -ra s <"/proc/$2/stat" 2>/dev/null; echo $((${s[13]:-0} + ${s[14]:-0})); }
+		looping() { local p c; for p in $pids; do read -r c <"/proc/$p/comm" || return 1; [ "$c" = bash ] || return 1; read -ra c <"/proc/$p/stat"; [ "${c[39]}" = 50 ] || return 1; done; }
 		pids=""
 		for ((c = 0; c < $(nproc); c++)); do
 			taskset -c "$c" chrt -f 50 bash -c "while :; do :; done" &
 			pids="$pids $!"
 		done
+		for ((t = 0; t < 600; t++)); do looping && break; read -r -t 0.1 <> <(:); done
 		read -r r _ _ _ w _ <"$1"; a=$((r + w)); p0=$(ticks x "$2")
 		read -r -t 5 <> <(:)
 		read -r r _ _ _ w _ <"$1"; b=$((r + w)); p1=$(ticks x "$2")
@@ -346,7 +367,7 @@ rt_hog() {
 		[ $((y1 + w1)) -gt $((y0 + w0)) ]
 }
 if [ "$GUEST" = sqcq ] && [ "$E2E_HOST" != intree ] && [ -n "$DISK_A" ] &&
-	[ "${E2E_RTHOG:-1}" = 1 ] && vdev "$SLOT_A"; then
+	[ "${E2E_RTHOG:-1}" = 1 ] && [ "${E2E_POLL_PHASES:-1}" = 1 ] && vdev "$SLOT_A"; then
 	d=/sys/kernel/debug/virtio_scsi_sqcq/${REPLY##*/}
 	read -r rt0 </proc/sys/kernel/sched_rt_runtime_us
 	pm0=unknown
@@ -376,7 +397,8 @@ fi
 # us) under sparse I/O whose gaps exceed the ceiling (4 I/O per second,
 # poll_idle_us=1000); a nice-0 CPU hog beside fio makes the poller sleep
 # with reason "contended" while I/O goes on.
-if [ "$GUEST" = sqcq ] && [ "$E2E_HOST" != intree ] && [ -n "$DISK_A" ] && vdev "$SLOT_A"; then
+if [ "$GUEST" = sqcq ] && [ "$E2E_HOST" != intree ] && [ -n "$DISK_A" ] &&
+	[ "${E2E_POLL_PHASES:-1}" = 1 ] && vdev "$SLOT_A"; then
 	d=/sys/kernel/debug/virtio_scsi_sqcq/${REPLY##*/}
 	par=/sys/module/virtio_scsi_sqcq/parameters
 	read -r idle0 <$par/poll_idle_us
@@ -403,8 +425,25 @@ if [ "$GUEST" = sqcq ] && [ "$E2E_HOST" != intree ] && [ -n "$DISK_A" ] && vdev 
 	a=$REPLY
 	under_load() { ios "$DISK_A"; [ "$REPLY" -gt $((a + 50)) ]; }
 	wait_for 60 under_load
+	# wd: WS WW WY = the watchdog's starts, the wakeups and the yields,
+	# from one read of the info file (one snapshot: read separately, the
+	# counters moved by dozens in between).
+	wd() {
+		local info k v
+		read -r -d '' info <"$d/info"
+		WS=0 WW=0 WY=0
+		while read -r k v; do
+			case $k in
+			poll_watchdog_starts:) WS=$v ;;
+			poll_wakeups:) WW=$v ;;
+			poll_yields:) WY=$v ;;
+			esac
+		done <<<"$info"
+	}
 	dbg_value "$d" poll_sleeps_contended
 	c0=$REPLY
+	wd
+	ws0=$WS ww0=$WW wy0=$WY
 	ios "$DISK_A"
 	a=$REPLY
 	bash -c 'while :; do :; done' &
@@ -413,9 +452,14 @@ if [ "$GUEST" = sqcq ] && [ "$E2E_HOST" != intree ] && [ -n "$DISK_A" ] && vdev 
 	kill "$hog"
 	dbg_value "$d" poll_sleeps_contended
 	c1=$REPLY
+	wd
 	ios "$DISK_A"
 	check "guest poller beside a CPU hog sleeps contended ($c0 -> $c1), I/O goes on ($a -> $REPLY)" \
 		[ "${c1:-0}" -gt "${c0:-0}" -a "$REPLY" -gt "$a" ]
+	# The starvation watchdog is started once per wakeup, not per yield
+	# (each start is a VM exit: the APIC timer is reprogrammed).
+	check "guest watchdog started once per wakeup, not per yield (starts +$((WS - ws0)), wakeups +$((WW - ww0)), yields +$((WY - wy0)))" \
+		[ $((WS - ws0)) -le $((WW - ww0 + 1)) ]
 	wait "$fpid"
 	st=$?
 	check "guest poller policy: fio ok (status $st)" [ "$st" = 0 ]

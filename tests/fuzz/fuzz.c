@@ -71,6 +71,7 @@
 #include <linux/virtio_scsi.h>
 
 #include "../../common/sqcq_uapi.h"
+#include "../../common/sqcq_vhost_abi.h"
 
 #define NVQ		6		/* control, event, 4 request queues */
 #define NREQ		(NVQ - 2)
@@ -204,7 +205,7 @@ enum op {
 	OP_KICK, OP_TMF, OP_SQCQ, OP_DBSTORM, OP_EVT, OP_EVTMISSED, OP_MEMTABLE,
 	OP_HOLE, OP_VRING, OP_STOP, OP_RESTART, OP_ALIAS, OP_ENDPOINT,
 	OP_RESET, OP_CLOSE, OP_STORM, OP_FORK, OP_KILLWORKER, OP_IOCTL,
-	OP_PROBE, OP_HARVEST, OP_EVTFLOOD, OP_REBUILD, NOPS
+	OP_PROBE, OP_HARVEST, OP_EVTFLOOD, OP_WORKERS, OP_REBUILD, NOPS
 };
 
 static const struct {
@@ -239,6 +240,7 @@ static const struct {
 	[OP_PROBE] = { "probe", 3 },
 	[OP_HARVEST] = { "harvest", 3 },
 	[OP_EVTFLOOD] = { "evtflood", 1 },
+	[OP_WORKERS] = { "workers", 4 },
 	[OP_REBUILD] = { "rebuild", 0 },	/* only when needed */
 };
 
@@ -2558,6 +2560,31 @@ static void op_killworker(struct tctx *t)
 }
 
 /* Raw ioctls: unknown numbers, bad pointers, queries, repeated setup. */
+/*
+ * The worker ioctls: a new worker now and then; any queue (the control
+ * queue too, and bogus indices) moved to one of the first four workers
+ * or to a bogus id while the rings run, SQ/CQ on or off; a worker freed
+ * (refused while a queue is on it).
+ */
+static void op_workers(struct tctx *t)
+{
+	struct vhost_worker_state ws = { 0 };
+	struct vhost_vring_worker vw;
+	struct rng *r = &t->r;
+
+	if (chance(r, 30))
+		ioctl(D.fd, VHOST_NEW_WORKER, &ws);
+	vw.index = chance(r, 90) ? below(r, NVQ) : (unsigned int)rnd(r);
+	vw.worker_id = chance(r, 90) ? below(r, 4) : (unsigned int)rnd(r);
+	ioctl(D.fd, VHOST_ATTACH_VRING_WORKER, &vw);
+	vw.index = below(r, NVQ);
+	ioctl(D.fd, VHOST_GET_VRING_WORKER, &vw);
+	if (chance(r, 20)) {
+		ws.worker_id = below(r, 4);
+		ioctl(D.fd, VHOST_FREE_WORKER, &ws);
+	}
+}
+
 static void op_ioctl(struct tctx *t)
 {
 	struct rng *r = &t->r;
@@ -2787,6 +2814,7 @@ static void *fuzz_thread(void *arg)
 		case OP_ENDPOINT: op_endpoint(t); break;
 		case OP_FORK: op_fork(t, false); break;
 		case OP_KILLWORKER: op_killworker(t); break;
+		case OP_WORKERS: op_workers(t); break;
 		case OP_IOCTL: op_ioctl(t); break;
 		case OP_PROBE:
 			probe(t, rnd_req_vq(&t->r), 3000, why, sizeof(why));

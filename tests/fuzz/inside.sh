@@ -46,8 +46,10 @@ fail() {
 	fails=$((fails + 1))
 }
 
-workers() { grep -l '^vhost-sqcq-' /proc/[0-9]*/comm 2>/dev/null | wc -l; }
-no_devices() { [ "$(ls "/sys/kernel/debug/$MOD" 2>/dev/null)" = params ]; }
+# shellcheck source=tests/lib/worker.sh
+. "$HERE/../lib/worker.sh"
+workers() { sqcq_workers; }
+no_devices() { [ -d "/sys/kernel/debug/$MOD" ] && ! ls -d "/sys/kernel/debug/$MOD"/dev* >/dev/null 2>&1; }
 exited() {
 	local st
 	st=$(awk '{ print $3 }' "/proc/$1/stat" 2>/dev/null)
@@ -146,6 +148,35 @@ relink_loop() {
 relink_loop &
 relink_pid=$!
 
+# ---- 3b. poll settings changed under load -----------------------------------------
+# poll_cpu set or empty, poll_shared on or off, poll_idle_us short or long,
+# at random intervals from SEED: devices move between their own pollers,
+# the shared poller (parked, handed back, let go) and classic sleeps while
+# the fuzzer tears them down.
+PSTOPF=/tmp/fuzz-poll.stop PCOUNTF=/tmp/fuzz-poll.count
+PP=/sys/module/$MOD/parameters
+rm -f "$PSTOPF" "$PCOUNTF"
+poll_loop() {
+	local n=0 errs=0 cpus
+	cpus=$(($(nproc) - 1))
+	RANDOM=$((SEED % 32768 + 2))
+	while [ ! -e "$PSTOPF" ]; do
+		case $((RANDOM % 4)) in
+		0) echo "" >$PP/poll_cpu || errs=$((errs + 1)) ;;
+		1) echo $((RANDOM % (cpus + 1))) >$PP/poll_cpu || errs=$((errs + 1)) ;;
+		2) echo $((RANDOM % 2)) >$PP/poll_shared || errs=$((errs + 1)) ;;
+		3) echo $(((RANDOM % 2) * 100000 + 50)) >$PP/poll_idle_us || errs=$((errs + 1)) ;;
+		esac
+		n=$((n + 1))
+		echo "$n $errs" >"$PCOUNTF"
+		nap "0.$((RANDOM % 10))$((RANDOM % 10))"
+	done
+	echo "" >$PP/poll_cpu
+	echo 1000 >$PP/poll_idle_us
+}
+poll_loop &
+poll_pid=$!
+
 # ---- 4. fuzzer rounds ---------------------------------------------------------------
 RANDOM=$((SEED % 32768))
 t_start=$SECONDS
@@ -215,9 +246,14 @@ while :; do
 	round=$((round + 1))
 	[ "$hung" = 0 ] || break
 done
-touch "$STOPF"
+touch "$STOPF" "$PSTOPF"
 wait_for 30 exited "$relink_pid" || kill -9 "$relink_pid"
 wait "$relink_pid" 2>/dev/null
+wait_for 30 exited "$poll_pid" || kill -9 "$poll_pid"
+wait "$poll_pid" 2>/dev/null
+read -r npoll nperr <"$PCOUNTF" 2>/dev/null || { npoll=0 nperr=0; }
+check "poll-settings-under-load ($npoll changes, $nperr refused)" \
+	[ "${npoll:-0}" -ge 1 -a "${nperr:-1}" = 0 ]
 read -r nrel nerr first <"$COUNTF" 2>/dev/null || { nrel=0 nerr=0 first=""; }
 echo "# fuzz: $round rounds ($finished ran to the end, $killed SIGKILLed) in $((SECONDS - t_start)) s"
 check rounds-ran-to-end [ "$finished" -ge 1 ]
@@ -232,7 +268,8 @@ if [ "$hung" = 1 ]; then
 	fail "cleanup (skipped: a fuzzer process is stuck in the kernel)"
 	exit 1
 fi
-check no-worker-left wait_for 60 bash -c "[ \$(grep -l '^vhost-sqcq-' /proc/[0-9]*/comm 2>/dev/null | wc -l) = 0 ]"
+no_workers() { [ "$(sqcq_workers)" = 0 ]; }
+check no-worker-left wait_for 60 no_workers
 check no-device-left wait_for 10 no_devices
 if cmp -s "$FILE.orig" "$FILE"; then
 	pass "mapped-file-unchanged-at-end"
@@ -248,6 +285,9 @@ echo "# module log lines: $(dmesg | grep -c "$MOD: ") ($(dmesg | grep "$MOD: " |
 check target-teardown sqcq_target_teardown $FAB $WA
 check target-teardown-second-wwpn sqcq_target_teardown $FAB $WB
 rmdir "$CFS/$FAB" 2>/dev/null
+# What the shared pollers did meanwhile (poll_cpu and poll_shared moved).
+mountpoint -q /sys/kernel/debug || mount -t debugfs none /sys/kernel/debug
+sed 's/^/# shared pollers: /' "/sys/kernel/debug/$MOD/pollers" 2>/dev/null
 check rmmod wait_for 30 rmmod $MOD
 check unloaded bash -c "! [ -d /sys/module/$MOD ]"
 exit $((fails > 0))

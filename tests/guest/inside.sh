@@ -233,9 +233,12 @@ fi
 log "section 6: QEMU monitor: hotplug (event queue), throttling (error handling)"
 # monitor_req WHAT: ask run.sh (on the host) to run a monitor command; see
 # watch_monitor there for WHAT.
+# The request appears whole (written aside, then renamed over the 9p
+# share): the host polls for it and must never read a half-written one.
 monitor_req() {
 	rm -f "$SQCQ_RESULTS/monitor-done"
-	echo "$1" >"$SQCQ_RESULTS/monitor-request"
+	echo "$1" >"$SQCQ_RESULTS/monitor-request.new"
+	mv "$SQCQ_RESULTS/monitor-request.new" "$SQCQ_RESULTS/monitor-request"
 	wait_for 30 test -e "$SQCQ_RESULTS/monitor-done"
 }
 if [ -n "${SQCQ_RESULTS:-}" ] && [ "${SQCQ_GUEST_MONITOR:-0}" = 1 ]; then
@@ -303,9 +306,13 @@ if [ -n "${SQCQ_RESULTS:-}" ] && [ "${SQCQ_GUEST_MONITOR:-0}" = 1 ]; then
 		check "stall-no-error-handling (no abort, reset, offline)" \
 			bash -c "! dmesg | tail -n +$((n0 + 1)) | grep -Eq ' abort$|LUN reset|offline|timing out command|rejecting I/O'"
 		check "stall-disk-running" [ "$(cat /sys/block/$sdb/device/state)" = running ]
-		monitor_req resume
+		check "stall-resumed" monitor_req resume
 		monitor_req unthrottle
-		check "stalled-fio-ends" wait_for 120 bash -c "! kill -0 $p 2>/dev/null"
+		if ! check "stalled-fio-ends" wait_for 120 bash -c "! kill -0 $p 2>/dev/null"; then
+			# Never wait on it unbounded: resume once more, then end it.
+			monitor_req resume
+			kill -9 $p 2>/dev/null
+		fi
 		wait $p
 		r=$?
 		check "stalled-fio-succeeded (status $r)" [ $r = 0 ]

@@ -133,6 +133,8 @@ watch_monitor() {
 		[ -e "$work/results/monitor-request" ] || continue
 		req=$(cat "$work/results/monitor-request")
 		rm -f "$work/results/monitor-request"
+		# inside.sh renames a whole request into place; anything else is
+		# answered with a line and no "done", so the guest's check fails.
 		case $req in
 		add) monitor "device_add scsi-hd,drive=d2,bus=scsi0.0,scsi-id=2,lun=0,id=hp2" || true ;;
 		del) monitor "device_del hp2" || true ;;
@@ -143,6 +145,7 @@ watch_monitor() {
 		# The next read of d1 that reaches blkdebug waits until resumed.
 		stall) monitor 'qemu-io d1 "break read_aio stall"' || true ;;
 		resume) monitor 'qemu-io d1 "resume stall"' || true ;;
+		*) echo "monitor: unknown request '$req' from the guest" >&2; continue ;;
 		esac
 		touch "$work/results/monitor-done"
 	done

@@ -4,7 +4,8 @@
  * root: it plays both the VMM (ioctls, memory table, eventfds) and the guest
  * driver (it fills the rings itself), against /dev/vhost-scsi-sqcq.
  *
- * It checks every ioctl, with malformed input, and the split ring engine:
+ * It checks every ioctl, with malformed input (the worker ioctls on a device
+ * of their own: test_workers()), and the split ring engine:
  * without the TCM fabric the device is a SCSI host with no targets, so
  * commands come back BAD_TARGET, task management BAD_TARGET, SQ/CQ setup
  * FUNCTION_REJECTED and AN queries OK; broken rings must stop (err eventfd)
@@ -22,7 +23,9 @@
  * header or response, CDB > 32 bytes, bidirectional, buffers whose memory
  * was unmapped); TMFs; hotplug events (through "$SQCQ_HOOK", which changes
  * configfs), EVENTS_MISSED and the event queue limit; CLEAR_ENDPOINT, a
- * LUN reset and a LUN unlink with I/O in flight, a client SIGKILLed and a
+ * LUN reset and a LUN unlink with I/O in flight, each request queue on a
+ * worker of its own (VHOST_NEW_WORKER/ATTACH_VRING_WORKER, verified I/O,
+ * moved back under I/O), a client SIGKILLed and a
  * device closed with I/O in flight.  Mode "hold" keeps a bound device busy
  * until it is killed; mode "io" is a short I/O check for other node names.
  *
@@ -61,11 +64,13 @@
 #include <linux/virtio_scsi.h>
 
 #include "../../common/sqcq_uapi.h"
+#include "../../common/sqcq_vhost_abi.h"
 
 #ifndef VHOST_F_LOG_ALL
 #define VHOST_F_LOG_ALL 26
 #endif
 #define F_PACKED	34
+#define F_ACCESS_PLATFORM	33
 #define NVQS		130		/* control, event, 128 request queues */
 #define MEM_SIZE	(64u << 20)
 #define GBASE		0x100000ull	/* guest-physical address of mem */
@@ -403,6 +408,12 @@ static void test_before_owner(int fd)
 	       vring_state(fd, VHOST_SET_VRING_NUM, 0, 128), EPERM);
 	expect("set-features-before-owner-eperm",
 	       ioctl(fd, VHOST_SET_FEATURES, &f), EPERM);
+	{
+		uint64_t a[2] = { 1, f };
+
+		expect("set-features-array-before-owner-eperm",
+		       ioctl(fd, 0x4008AF83ul, a), EPERM);
+	}
 	expect("reset-owner-before-owner-eperm",
 	       ioctl(fd, VHOST_RESET_OWNER), EPERM);
 	expect("set-endpoint-before-owner-eperm",
@@ -415,15 +426,10 @@ static void test_unknown_ioctls(int fd)
 		const char *name;
 		unsigned long cmd;
 	} cmds[] = {
-		{ "get-features-array", 0x8008AF83 },
-		{ "set-features-array", 0x4008AF83 },
 		{ "set-log-base", 0x4008AF04 },
 		{ "set-log-fd", 0x4004AF07 },
-		{ "new-worker", 0x8004AF08 },
-		{ "free-worker", 0x4004AF09 },
 		{ "set-vring-endian", 0x4008AF13 },
 		{ "get-vring-endian", 0x4008AF14 },
-		{ "attach-vring-worker", 0x4008AF15 },
 		{ "set-busyloop", 0x4008AF23 },
 		{ "net-set-backend", 0x4008AF30 },
 		{ "set-fork-from-owner", 0x4001AF84 },
@@ -483,6 +489,45 @@ static void test_owner(int fd)
 		close(fd2);
 }
 
+/*
+ * VHOST_GET/SET_FEATURES_ARRAY (QEMU 11 asks with them first): the
+ * features as 64-bit words, nothing offered above bit 63, a count over 64
+ * words refused, bad pointers EFAULT.
+ */
+#define GET_FEATURES_ARRAY	0x8008AF83ul
+#define SET_FEATURES_ARRAY	0x4008AF83ul
+static void test_features_array(int fd, uint64_t offered)
+{
+	uint64_t a[1 + 4] = { 3, 0, ~0ull, ~0ull, 0x5a5a };
+
+	expect("get-features-array", ioctl(fd, GET_FEATURES_ARRAY, a), 0);
+	result(a[1] == offered && !a[2] && !a[3] && a[4] == 0x5a5a,
+	       "get-features-array-words",
+	       "0x%llx 0x%llx 0x%llx (offered 0x%llx), past the count 0x%llx",
+	       (unsigned long long)a[1], (unsigned long long)a[2],
+	       (unsigned long long)a[3], (unsigned long long)offered,
+	       (unsigned long long)a[4]);
+	a[0] = 65;
+	expect("get-features-array-count-too-big-einval",
+	       ioctl(fd, GET_FEATURES_ARRAY, a), EINVAL);
+	a[0] = ~0ull;
+	expect("get-features-array-count-huge-einval",
+	       ioctl(fd, GET_FEATURES_ARRAY, a), EINVAL);
+	expect("get-features-array-bad-pointer-efault",
+	       ioctl(fd, GET_FEATURES_ARRAY, (void *)8), EFAULT);
+	a[0] = 2, a[1] = offered, a[2] = 1;
+	expect("set-features-array-bit-64-refused",
+	       ioctl(fd, SET_FEATURES_ARRAY, a), EOPNOTSUPP);
+	a[0] = 2, a[1] = offered | (1ull << VHOST_F_LOG_ALL), a[2] = 0;
+	expect("set-features-array-log-all-refused",
+	       ioctl(fd, SET_FEATURES_ARRAY, a), EOPNOTSUPP);
+	a[0] = 2, a[1] = offered, a[2] = 0;
+	expect("set-features-array-offered", ioctl(fd, SET_FEATURES_ARRAY, a),
+	       0);
+	expect("set-features-array-bad-pointer-efault",
+	       ioctl(fd, SET_FEATURES_ARRAY, (void *)8), EFAULT);
+}
+
 static void test_features(int fd)
 {
 	uint64_t f, offered = 0;
@@ -494,6 +539,14 @@ static void test_features(int fd)
 	f = offered | (1ull << F_PACKED);
 	expect("set-features-packed-refused",
 	       ioctl(fd, VHOST_SET_FEATURES, &f), EOPNOTSUPP);
+	/* No IOTLB: IOVAs of a vIOMMU guest are refused, never guessed. */
+	result(!(offered & (1ull << F_ACCESS_PLATFORM)),
+	       "access-platform-not-offered", "features 0x%llx",
+	       (unsigned long long)offered);
+	f = offered | (1ull << F_ACCESS_PLATFORM);
+	expect("set-features-access-platform-refused",
+	       ioctl(fd, VHOST_SET_FEATURES, &f), EOPNOTSUPP);
+	test_features_array(fd, offered);
 	f = 1ull << 60;
 	expect("set-features-unknown-refused",
 	       ioctl(fd, VHOST_SET_FEATURES, &f), EOPNOTSUPP);
@@ -1411,11 +1464,6 @@ static void lun_encode(uint8_t lun[8], uint8_t target, uint16_t l)
 	lun[3] = l & 0xff;
 }
 
-static unsigned int lun_decode(const uint8_t lun[8])
-{
-	return ((lun[2] << 8) | lun[3]) & 0x3fff;
-}
-
 static void cdb_rw(uint8_t *cdb, bool write, bool c16, uint64_t lba,
 		   uint32_t nsec)
 {
@@ -1612,31 +1660,271 @@ static unsigned long long dbg_vq_requests(const char *dir, unsigned int vq)
 	return 0;
 }
 
-/* Is a worker thread of the device owned by @pid alive? */
+/* How many tasks in directory @dir (/proc or /proc/N/task) are named @want. */
+static int tasks_named(const char *dir, const char *want)
+{
+	char path[300], comm[32];
+	struct dirent *de;
+	int n = 0;
+	DIR *d;
+
+	d = opendir(dir);
+	if (!d)
+		return 0;
+	while ((de = readdir(d))) {
+		if (de->d_name[0] < '0' || de->d_name[0] > '9')
+			continue;
+		snprintf(path, sizeof(path), "%s/%s/comm", dir, de->d_name);
+		if (!read_file(path, comm, sizeof(comm)))
+			continue;
+		comm[strcspn(comm, "\n")] = '\0';
+		n += !strcmp(comm, want);
+	}
+	closedir(d);
+	return n;
+}
+
+/*
+ * Is a worker thread of the device owned by @pid alive?  A kthread (listed
+ * in /proc), or where the kernel has vhost_task a thread of @pid itself.
+ */
 static bool worker_alive(pid_t pid)
 {
-	char want[32], path[300], comm[32];
-	struct dirent *de;
-	bool found = false;
-	DIR *d;
+	char want[32], tasks[64];
 
 	/* The name is cut to TASK_COMM_LEN - 1 characters. */
 	snprintf(want, sizeof(want), "vhost-sqcq-%d", pid);
 	want[15] = '\0';
-	d = opendir("/proc");
-	if (!d)
-		return false;
-	while (!found && (de = readdir(d))) {
-		if (de->d_name[0] < '0' || de->d_name[0] > '9')
-			continue;
-		snprintf(path, sizeof(path), "/proc/%s/comm", de->d_name);
-		if (!read_file(path, comm, sizeof(comm)))
-			continue;
-		comm[strcspn(comm, "\n")] = '\0';
-		found = !strcmp(comm, want);
+	snprintf(tasks, sizeof(tasks), "/proc/%d/task", pid);
+	return tasks_named("/proc", want) + tasks_named(tasks, want) > 0;
+}
+
+/*
+ * Worker threads of the devices this process owns: *@own of them threads
+ * of this process (vhost_task), *@kt kthreads.  Returns the sum.
+ */
+static int my_workers(int *own, int *kt)
+{
+	char want[32], tasks[64];
+	int a, b;
+
+	snprintf(want, sizeof(want), "vhost-sqcq-%d", getpid());
+	want[15] = '\0';
+	snprintf(tasks, sizeof(tasks), "/proc/%d/task", getpid());
+	a = tasks_named(tasks, want);
+	b = tasks_named("/proc", want);
+	if (own)
+		*own = a;
+	if (kt)
+		*kt = b;
+	return a + b;
+}
+
+/* Wait up to 3 s until this process has @n workers; false if not. */
+static bool my_workers_are(int n)
+{
+	int i;
+
+	for (i = 0; i < 300; i++) {
+		if (my_workers(NULL, NULL) == n)
+			return true;
+		usleep(10000);
 	}
-	closedir(d);
-	return found;
+	return false;
+}
+
+static int new_worker(int fd, unsigned int *id)
+{
+	struct vhost_worker_state ws = { .worker_id = ~0u };
+	int ret = ioctl(fd, VHOST_NEW_WORKER, &ws);
+
+	*id = ws.worker_id;
+	return ret;
+}
+
+static int free_worker(int fd, unsigned int id)
+{
+	struct vhost_worker_state ws = { .worker_id = id };
+
+	return ioctl(fd, VHOST_FREE_WORKER, &ws);
+}
+
+static int attach_worker(int fd, unsigned int index, unsigned int id)
+{
+	struct vhost_vring_worker vw = { .index = index, .worker_id = id };
+
+	return ioctl(fd, VHOST_ATTACH_VRING_WORKER, &vw);
+}
+
+/* The id of the worker of vq @index, or ~0u with errno set. */
+static unsigned int vring_worker(int fd, unsigned int index)
+{
+	struct vhost_vring_worker vw = { .index = index, .worker_id = ~0u };
+
+	if (ioctl(fd, VHOST_GET_VRING_WORKER, &vw))
+		return ~0u;
+	return vw.index == index ? vw.worker_id : ~0u - 1;
+}
+
+/*
+ * The worker ioctls (upstream's VHOST_NEW_WORKER, FREE_WORKER,
+ * ATTACH/GET_VRING_WORKER) on a device of its own: EINVAL before
+ * SET_OWNER, EPERM for another process, distinct ids, threads like the
+ * default worker's (of this process where the kernel has vhost_task),
+ * attachments reported, FREE refused while attached (and for the default
+ * worker and unknown ids), bad indices ENOBUFS, bad pointers EFAULT
+ * without a thread left behind, at most NVQS workers, and RESET_OWNER and
+ * close stop every one.
+ */
+static void test_workers(void)
+{
+	unsigned int id[3], extra[NVQS], i, n;
+	int fd, base, own0, kt0, own, kt, status, err;
+	char name[80];
+	bool ok;
+	pid_t pid;
+
+	fd = open(node, O_RDWR | O_CLOEXEC);
+	result(fd >= 0, "workers-open", "%s", strerror(errno));
+	if (fd < 0)
+		return;
+	expect("new-worker-before-owner-einval",
+	       new_worker(fd, &id[0]), EINVAL);
+	expect("get-vring-worker-before-owner-einval",
+	       vring_worker(fd, 0) == ~0u ? -1 : 0, EINVAL);
+	expect("attach-vring-worker-before-owner-einval",
+	       attach_worker(fd, 2, 0), EINVAL);
+	expect("free-worker-before-owner-einval", free_worker(fd, 0), EINVAL);
+
+	base = my_workers(&own0, &kt0);
+	expect("workers-set-owner", ioctl(fd, VHOST_SET_OWNER), 0);
+	result(my_workers_are(base + 1), "workers-default-started",
+	       "%d workers, wanted %d", my_workers(NULL, NULL), base + 1);
+	for (i = 0, ok = true; i < NVQS; i++)
+		ok &= vring_worker(fd, i) == 0;
+	result(ok, "get-vring-worker-every-vq-on-default-0", "vq %u", i);
+
+	for (i = 0; i < 3; i++) {
+		snprintf(name, sizeof(name), "new-worker-%u", i);
+		expect(name, new_worker(fd, &id[i]), 0);
+	}
+	result(id[0] != id[1] && id[1] != id[2] && id[0] != id[2] &&
+	       id[0] && id[1] && id[2] && id[0] < NVQS && id[1] < NVQS &&
+	       id[2] < NVQS, "new-worker-distinct-ids",
+	       "ids %u %u %u", id[0], id[1], id[2]);
+	result(my_workers_are(base + 4), "new-worker-threads-started",
+	       "%d workers, wanted %d", my_workers(NULL, NULL), base + 4);
+	/* The same kind of thread as the default worker. */
+	my_workers(&own, &kt);
+	result((own == own0 + 4 && kt == kt0) || (kt == kt0 + 4 && own == own0),
+	       "new-worker-threads-like-default", "own %d->%d kthreads %d->%d",
+	       own0, own, kt0, kt);
+	printf("# workers are %s\n", own > own0 ? "threads of the owner (vhost_task)" :
+	       "kthreads in the owner's cgroups");
+	/* inside.sh says whether the kernel has vhost_task (kallsyms). */
+	if (getenv("SQCQ_VHOST_TASK"))
+		result(own == own0 + 4 && kt == kt0,
+		       "new-worker-threads-of-the-owner",
+		       "expected vhost_task threads: own %d->%d kthreads %d->%d",
+		       own0, own, kt0, kt);
+
+	for (i = 0; i < 3; i++) {
+		snprintf(name, sizeof(name), "attach-vring-worker-vq%u", 2 + i);
+		expect(name, attach_worker(fd, 2 + i, id[i]), 0);
+	}
+	result(vring_worker(fd, 2) == id[0] && vring_worker(fd, 3) == id[1] &&
+	       vring_worker(fd, 4) == id[2] && vring_worker(fd, 5) == 0 &&
+	       vring_worker(fd, 0) == 0, "get-vring-worker-reports-attachment",
+	       "vq2 %u vq3 %u vq4 %u vq5 %u", vring_worker(fd, 2),
+	       vring_worker(fd, 3), vring_worker(fd, 4), vring_worker(fd, 5));
+	expect("attach-vring-worker-same-again", attach_worker(fd, 2, id[0]), 0);
+
+	expect("free-worker-attached-ebusy", free_worker(fd, id[0]), EBUSY);
+	expect("free-worker-default-ebusy", free_worker(fd, 0), EBUSY);
+	expect("free-worker-bogus-enodev", free_worker(fd, 12345), ENODEV);
+	expect("free-worker-max-enodev", free_worker(fd, ~0u), ENODEV);
+	expect("free-worker-unused-slot-enodev", free_worker(fd, NVQS - 1),
+	       ENODEV);
+	expect("attach-vring-worker-bad-index-enobufs",
+	       attach_worker(fd, NVQS, id[0]), ENOBUFS);
+	expect("attach-vring-worker-huge-index-enobufs",
+	       attach_worker(fd, ~0u, id[0]), ENOBUFS);
+	expect("attach-vring-worker-unknown-id-enodev",
+	       attach_worker(fd, 5, 12345), ENODEV);
+	expect("attach-vring-worker-unused-slot-enodev",
+	       attach_worker(fd, 5, NVQS - 1), ENODEV);
+	vring_worker(fd, NVQS);
+	err = errno;
+	result(vring_worker(fd, NVQS) == ~0u && err == ENOBUFS,
+	       "get-vring-worker-bad-index-enobufs", "errno %s", strerror(err));
+	expect("new-worker-bad-pointer-efault",
+	       ioctl(fd, VHOST_NEW_WORKER, NULL), EFAULT);
+	expect("free-worker-bad-pointer-efault",
+	       ioctl(fd, VHOST_FREE_WORKER, NULL), EFAULT);
+	expect("attach-vring-worker-bad-pointer-efault",
+	       ioctl(fd, VHOST_ATTACH_VRING_WORKER, NULL), EFAULT);
+	expect("get-vring-worker-bad-pointer-efault",
+	       ioctl(fd, VHOST_GET_VRING_WORKER, NULL), EFAULT);
+	result(my_workers_are(base + 4), "new-worker-efault-leaves-no-thread",
+	       "%d workers, wanted %d", my_workers(NULL, NULL), base + 4);
+
+	/* A forked child shares the fd but not the mm: not the owner. */
+	pid = fork();
+	if (pid == 0) {
+		unsigned int x;
+		int bad = 0;
+
+		if (new_worker(fd, &x) != -1 || errno != EPERM)
+			bad |= 1;
+		if (free_worker(fd, id[2]) != -1 || errno != EPERM)
+			bad |= 2;
+		if (attach_worker(fd, 4, 0) != -1 || errno != EPERM)
+			bad |= 4;
+		if (vring_worker(fd, 4) != ~0u || errno != EPERM)
+			bad |= 8;
+		_exit(bad);
+	}
+	waitpid(pid, &status, 0);
+	result(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+	       "workers-non-owner-child-eperm", "child status 0x%x", status);
+	result(vring_worker(fd, 4) == id[2], "workers-non-owner-changed-nothing",
+	       "vq4 on %u", vring_worker(fd, 4));
+
+	/* Moved back: the old worker is unused and can go, once. */
+	expect("attach-vring-worker-back-to-default", attach_worker(fd, 2, 0), 0);
+	result(vring_worker(fd, 2) == 0, "get-vring-worker-back-on-default",
+	       "vq2 on %u", vring_worker(fd, 2));
+	expect("free-worker-detached", free_worker(fd, id[0]), 0);
+	expect("free-worker-twice-enodev", free_worker(fd, id[0]), ENODEV);
+	result(my_workers_are(base + 3), "free-worker-thread-gone",
+	       "%d workers, wanted %d", my_workers(NULL, NULL), base + 3);
+
+	/* At most NVQS per device, the default one and id[1], id[2] included. */
+	for (n = 0; n < NVQS; n++)
+		if (new_worker(fd, &extra[n]))
+			break;
+	err = errno;
+	result(n == NVQS - 3 && err == ENOSPC, "new-worker-limit-nvqs-enospc",
+	       "%u more created (wanted %u), then %s", n, NVQS - 3,
+	       strerror(err));
+	result(my_workers_are(base + 3 + (int)n), "new-worker-limit-threads",
+	       "%d workers, wanted %d", my_workers(NULL, NULL), base + 3 + n);
+	for (i = 0, ok = true; i < n && i < 8; i++)
+		ok &= attach_worker(fd, 6 + i, extra[i]) == 0;
+	result(ok, "attach-vring-worker-extra", "%s", strerror(errno));
+
+	expect("workers-reset-owner", ioctl(fd, VHOST_RESET_OWNER), 0);
+	result(my_workers_are(base), "reset-owner-stops-every-worker",
+	       "%d workers, wanted %d", my_workers(NULL, NULL), base);
+	expect("workers-set-owner-again", ioctl(fd, VHOST_SET_OWNER), 0);
+	result(vring_worker(fd, 3) == 0 && vring_worker(fd, 6) == 0,
+	       "reset-owner-every-vq-back-on-default", "vq3 %u vq6 %u",
+	       vring_worker(fd, 3), vring_worker(fd, 6));
+	expect("new-worker-after-reset", new_worker(fd, &id[0]), 0);
+	expect("attach-vring-worker-after-reset", attach_worker(fd, 3, id[0]), 0);
+	close(fd);
+	result(my_workers_are(base), "close-stops-every-worker",
+	       "%d workers, wanted %d", my_workers(NULL, NULL), base);
 }
 
 /*
@@ -2938,11 +3226,23 @@ static bool ev_next(struct virtio_scsi_event *out, uint32_t *len,
 	return true;
 }
 
+/*
+ * An event's LUN bytes, exactly as Linux guests read them ((lun[2] << 8) |
+ * lun[3], unmasked) and QEMU writes them: flat space (0x40) only from 256.
+ */
+static bool ev_lun_is(const uint8_t lun[8], unsigned int l)
+{
+	static const uint8_t zero[4];
+
+	return lun[2] == (l >= 256 ? (0x40 | (l >> 8)) : 0) &&
+	       lun[3] == (l & 0xff) && !memcmp(lun + 4, zero, 4);
+}
+
 static bool ev_is(const struct virtio_scsi_event *ev, uint32_t event,
 		  uint32_t reason, uint8_t target, unsigned int lun)
 {
 	return ev->event == event && ev->reason == reason && ev->lun[0] == 1 &&
-	       ev->lun[1] == target && lun_decode(ev->lun) == lun;
+	       ev->lun[1] == target && ev_lun_is(ev->lun, lun);
 }
 
 static const char *ev_str(bool ok, uint32_t len,
@@ -3057,7 +3357,7 @@ static void t_events(int fd)
 		else
 			seq &= ev.event == RESET;
 		seq &= len == sizeof(ev) && ev.lun[1] == 2 &&
-		       lun_decode(ev.lun) == 0 &&
+		       ev_lun_is(ev.lun, 0) &&
 		       ev.reason == (i & 1 ? VIRTIO_SCSI_EVT_RESET_RESCAN :
 				     VIRTIO_SCSI_EVT_RESET_REMOVED);
 	}
@@ -3739,6 +4039,69 @@ static void t_kick_swap(int fd)
 }
 
 /*
+ * Each request queue of the engine on a worker of its own (QEMU's
+ * worker_per_virtqueue=true), attached while the rings run: verified I/O
+ * on every queue, each queue's requests counted; then every queue moved
+ * back to the default worker while I/O runs (nothing lost), and the
+ * workers freed.  (SQ/CQ with queues on workers of their own:
+ * tests/host/vhost-io.c -W.)
+ */
+static void t_workers(int fd)
+{
+	unsigned long long before[NQ], r;
+	unsigned int id[NQ], q, bad = 0;
+	char dir[512] = "", name[80];
+	struct timespec t0;
+	int base = my_workers(NULL, NULL);
+
+	dbg_devs(getpid(), dir, sizeof(dir));
+	for (q = 0; q < NQ; q++) {
+		before[q] = dbg_vq_requests(dir, 2 + q);
+		if (new_worker(fd, &id[q]) || attach_worker(fd, 2 + q, id[q])) {
+			result(false, "scsi-workers-attach-running-rings",
+			       "vq %u: %s", 2 + q, strerror(errno));
+			return;
+		}
+	}
+	result(true, "scsi-workers-attach-running-rings", "-");
+	for (q = 0; q < NQ; q++)
+		bad += vring_worker(fd, 2 + q) != id[q];
+	result(!bad && vring_worker(fd, 0) == 0, "scsi-workers-get-vring-worker",
+	       "%u queues not on their worker", bad);
+	result(my_workers_are(base + NQ), "scsi-workers-threads",
+	       "%d workers, wanted %d", my_workers(NULL, NULL), base + NQ);
+	engine_strict_run("scsi-workers-io", NQ, 300, live_mask, 17, 1000);
+	for (q = 0; q < NQ; q++) {
+		r = dbg_vq_requests(dir, 2 + q);
+		snprintf(name, sizeof(name), "scsi-workers-vq%u-served", 2 + q);
+		result(r >= before[q] + 300, name, "%llu requests, %llu before",
+		       r, before[q]);
+	}
+
+	/* Back to the default worker with requests in flight. */
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	engine_start(&fe, NQ, 400, false, live_mask, 19);
+	msleep(50);
+	for (q = 0, bad = 0; q < NQ; q++) {
+		bad += attach_worker(fd, 2 + q, 0) != 0;
+		msleep(20);
+	}
+	engine_join(&fe, &t0);
+	result(!bad, "scsi-workers-move-back-under-io", "%u refused", bad);
+	result(!fe.hung, "scsi-workers-move-back-under-io-no-hang", "%s",
+	       fe.why);
+	result(!fe.bad && fe.ok == fe.submitted && fe.ok >= 800,
+	       "scsi-workers-move-back-under-io-all-good-and-verified",
+	       "%lu good of %lu, %lu bad: %s", fe.ok, fe.submitted, fe.bad,
+	       fe.why);
+	for (q = 0, bad = 0; q < NQ; q++)
+		bad += free_worker(fd, id[q]) != 0;
+	result(!bad, "scsi-workers-free", "%u refused", bad);
+	result(my_workers_are(base), "scsi-workers-threads-gone",
+	       "%d workers, wanted %d", my_workers(NULL, NULL), base);
+}
+
+/*
  * Start phase @name of the scsi checks; false when $SQCQ_CLIENT_ONLY (a
  * comma-separated list of phase names) leaves it out, so one check can
  * be run alone: SQCQ_CLIENT_ONLY=direction,tmf tests/host/run.sh ...
@@ -3811,6 +4174,8 @@ static int scsi_main(int argc, char **argv)
 		t_inflight_cap(fd);
 	if (phase("tmf"))
 		t_tmf();
+	if (phase("workers"))
+		t_workers(fd);
 	if (phase("kick-swap"))
 		t_kick_swap(fd);
 	if (phase("events"))
@@ -3872,6 +4237,110 @@ static int hold_main(int argc, char **argv)
 }
 
 /*
+ * client memcg NODE: the device's memory is charged to its owner's memory
+ * cgroup (inside.sh runs this in a cgroup of its own).  Every queue is laid
+ * out and configured first; then only the queue starts (SET_VRING_KICK),
+ * each of which allocates the queue's iovec array (SQCQ_MAX_IOV entries of
+ * 16 bytes, GFP_KERNEL_ACCOUNT), run between two readings of the cgroup's
+ * memory.current: 130 queues make about 2 MiB.  The guest memory was
+ * populated at start, so nothing else of ours is charged in between; the
+ * per-CPU charge stock (64 pages each) is the slack.  After close the
+ * charge must go again.
+ */
+#define IOV_ARRAY_BYTES	(1024u * 16u)	/* SQCQ_MAX_IOV struct iovecs */
+#define CHARGE_SLACK	(2u * 64u * 4096u)
+
+static bool own_memcg_file(const char *leaf, char *path, size_t len)
+{
+	char line[512], *nl;
+
+	if (!read_file("/proc/self/cgroup", line, sizeof(line)) ||
+	    strncmp(line, "0::", 3))
+		return false;
+	nl = strchr(line, '\n');
+	if (nl)
+		*nl = '\0';
+	snprintf(path, len, "/sys/fs/cgroup%s/%s",
+		 strcmp(line + 3, "/") ? line + 3 : "", leaf);
+	return access(path, R_OK) == 0;
+}
+
+static long long memcg_current(const char *path)
+{
+	char buf[64];
+
+	return read_file(path, buf, sizeof(buf)) ? atoll(buf) : -1;
+}
+
+static int memcg_main(int argc, char **argv)
+{
+	long long m0, m1, m2 = -1, want = NVQS * (long long)IOV_ARRAY_BYTES;
+	char path[600];
+	unsigned int i, started = 0;
+	int fd, k;
+
+	if (argc < 1) {
+		fprintf(stderr, "usage: client memcg NODE\n");
+		return 2;
+	}
+	node = argv[0];
+	if (!own_memcg_file("memory.current", path, sizeof(path))) {
+		result(false, "memcg-own-cgroup", "no memory.current for this process");
+		return 1;
+	}
+	fd = open(node, O_RDWR | O_CLOEXEC);
+	result(fd >= 0, "memcg-open", "%s: %s", node, strerror(errno));
+	if (fd < 0)
+		return 1;
+	expect("memcg-set-owner", ioctl(fd, VHOST_SET_OWNER), 0);
+	expect("memcg-set-mem-table", set_good_mem(fd), 0);
+	for (i = 0; i < NVQS; i++) {
+		struct cvq *q = &vqs[i];
+
+		cvq_layout(q, i, QNUM);
+		q->kick = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+		q->call = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+		if (q->kick < 0 || q->call < 0 ||
+		    vring_state(fd, VHOST_SET_VRING_NUM, i, q->num) ||
+		    vring_state(fd, VHOST_SET_VRING_BASE, i, 0) ||
+		    cvq_set_addr(fd, q, 0) ||
+		    vring_file(fd, VHOST_SET_VRING_CALL, i, q->call))
+			break;
+	}
+	result(i == NVQS, "memcg-queues-configured", "queue %u: %s", i,
+	       strerror(errno));
+	m0 = memcg_current(path);
+	for (i = 0; i < NVQS; i++)
+		if (!vring_file(fd, VHOST_SET_VRING_KICK, i, vqs[i].kick))
+			started++;
+	m1 = memcg_current(path);
+	printf("# memcg %s: %lld before the queue starts, %lld after %u starts (+%lld, %lld expected)\n",
+	       path, m0, m1, started, m1 - m0, want);
+	result(started == NVQS, "memcg-queues-started", "%u of %u", started, NVQS);
+	result(m0 >= 0 && m1 - m0 + CHARGE_SLACK >= want,
+	       "memcg-queue-memory-charged-to-the-owner",
+	       "+%lld bytes for %u iovec arrays of %u bytes", m1 - m0, started,
+	       IOV_ARRAY_BYTES);
+	close(fd);
+	for (i = 0; i < NVQS; i++) {
+		close(vqs[i].kick);
+		close(vqs[i].call);
+	}
+	/* The release may finish in the worker's reaper: give it a moment. */
+	for (k = 0; k < 50; k++) {
+		m2 = memcg_current(path);
+		if (m1 - m2 + CHARGE_SLACK >= want)
+			break;
+		msleep(100);
+	}
+	printf("# memcg: %lld after close (-%lld)\n", m2, m1 - m2);
+	result(m1 - m2 + CHARGE_SLACK >= want, "memcg-charge-gone-after-close",
+	       "-%lld bytes", m1 - m2);
+	printf("host client: %d passed, %d failed\n", passed, failed);
+	return failed ? 1 : 0;
+}
+
+/*
  * client io NODE FABRIC WWPN: a short I/O check through another node (the
  * takeover names): bind, INQUIRY, verified I/O on tpgt_1 LUN 0, unbind.
  */
@@ -3883,13 +4352,14 @@ static int io_main(int argc, char **argv)
 	int fd;
 
 	if (argc < 3) {
-		fprintf(stderr, "usage: client io NODE FABRIC WWPN\n");
+		fprintf(stderr, "usage: client io NODE FABRIC WWPN [PREFIX]\n");
 		return 2;
 	}
 	node = argv[0];
 	fabric = argv[1];
 	wwpn = argv[2];
-	name_prefix = "takeover-";
+	/* The result names' prefix: who built the target. */
+	name_prefix = argc > 3 ? argv[3] : "takeover-";
 	fd = scsi_dev_open(node, NULL, why, sizeof(why));
 	result(fd >= 0, "device-setup", "%s", why);
 	if (fd < 0)
@@ -3931,6 +4401,8 @@ int main(int argc, char **argv)
 		return hold_main(argc - 2, argv + 2);
 	if (argc > 1 && !strcmp(argv[1], "io"))
 		return io_main(argc - 2, argv + 2);
+	if (argc > 1 && !strcmp(argv[1], "memcg"))
+		return memcg_main(argc - 2, argv + 2);
 	if (argc > 1)
 		node = argv[1];
 	fd = open(node, O_RDWR | O_CLOEXEC);
@@ -3941,6 +4413,7 @@ int main(int argc, char **argv)
 	test_before_owner(fd);
 	test_unknown_ioctls(fd);
 	test_owner(fd);
+	test_workers();
 	test_features(fd);
 	test_mem_table(fd);
 	test_vring_config(fd);

@@ -3,8 +3,12 @@
 # Runs INSIDE the test VM as root (tests/host/run.sh starts it).
 #
 #  1. load the host module, run the userspace vhost client against
-#     /dev/vhost-scsi-sqcq without any target (ioctls, rings, BAD_TARGET),
-#     check that closing every device left nothing behind;
+#     /dev/vhost-scsi-sqcq without any target (ioctls, the worker ioctls and
+#     their threads -- threads of the client where the kernel has
+#     vhost_task --, rings, BAD_TARGET), check that closing every device
+#     left nothing behind;
+#     1b. in a memory cgroup of its own, the client's queue starts are
+#     charged to that cgroup and the charge goes at close (client memcg);
 #  2. build an LIO target for fabric vhost_sqcq on rd_mcp ramdisks (tpgt_1:
 #     LUNs 0 and 1, tpgt_2: LUN 0, tpgt_3: nexus only) and run the client's
 #     SCSI checks (client scsi ...: endpoints, commands, verified I/O on four
@@ -15,7 +19,9 @@
 #  4. rmmod is refused while a device is open, works after;
 #  5. takeover=1: fabric "vhost" and /dev/vhost-scsi, a short I/O check
 #     through them; refused (with a clear log line) while the in-tree
-#     vhost_scsi is loaded, while loading beside it without takeover works.
+#     vhost_scsi is loaded, while loading beside it without takeover works;
+#     5b. the same target built by targetcli-fb, saved, cleared and
+#     restored by targetctl, I/O after each.
 #
 # Usage: inside.sh KO CLIENT
 #        inside.sh --hook FUNCTION ARGS...   (configfs changes for the client:
@@ -53,14 +59,12 @@ CFS=$SQCQ_TARGET_CFS
 PREFIX=host
 # shellcheck source=tests/lib/check.sh
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/check.sh"
-workers() { grep -l '^vhost-sqcq-' /proc/[0-9]*/comm 2>/dev/null | wc -l; }
-no_devices() { [ "$(ls "/sys/kernel/debug/$MOD")" = params ]; }
-# The worker of the device that process $1 owns (comm is cut to 15 bytes).
-worker_of() {
-	local name
-	name=$(printf 'vhost-sqcq-%s' "$1" | cut -c1-15)
-	grep -qx "$name" /proc/[0-9]*/comm 2>/dev/null
-}
+# shellcheck source=tests/lib/worker.sh
+. "$HERE/../lib/worker.sh"
+workers() { sqcq_workers; }
+no_devices() { [ -d "/sys/kernel/debug/$MOD" ] && ! ls -d "/sys/kernel/debug/$MOD"/dev* >/dev/null 2>&1; }
+# The worker of the device that process $1 owns.
+worker_of() { sqcq_worker_of "$1"; }
 # Process $1 has exited (a zombie or gone): its files are released.
 exited() {
 	local st
@@ -82,13 +86,37 @@ fi
 pass "insmod ($(uname -r))"
 check devnode [ -c /dev/vhost-scsi-sqcq ]
 
-"$CLIENT" /dev/vhost-scsi-sqcq || fails=$((fails + 1))
+# The client checks that NEW_WORKER's threads are its own where they must be.
+vt=()
+sqcq_vhost_task && vt=(SQCQ_VHOST_TASK=1)
+env "${vt[@]}" "$CLIENT" /dev/vhost-scsi-sqcq || fails=$((fails + 1))
 
 # Every device was closed (the client exits): no worker, no debugfs dir.
 sleep 0.5
 check no-worker-left [ "$(workers)" = 0 ]
 check no-device-debugfs-left no_devices
 check log-rate-limited bash -c "[ $(log_lines) -lt 200 ]"
+check access-platform-refusal-logged bash -c \
+	"dmesg | grep -q '$MOD: owner [0-9]*: VIRTIO_F_ACCESS_PLATFORM refused'"
+
+# ---- 1b. the device's memory is charged to its owner's memory cgroup --------
+# The client (the VMM) runs in a cgroup of its own; the iovec arrays of its
+# 130 queue starts (about 2 MiB, GFP_KERNEL_ACCOUNT) must show in that
+# cgroup's memory.current and leave it at close (client memcg).
+CG=/sys/fs/cgroup
+MEMCG=$CG/sqcq-memcg
+if ! grep -qw cgroup2 /proc/filesystems; then
+	# The sanitizer kernel is built without cgroups (tests/debug/debug.config).
+	echo "# 1b (device memory in the owner's memory cgroup): not run on $(uname -r): no cgroup support"
+elif { grep -qs "^[^ ]* $CG cgroup2 " /proc/mounts || mount -t cgroup2 none $CG; } &&
+	echo "+memory" >$CG/cgroup.subtree_control && mkdir -p $MEMCG; then
+	# shellcheck disable=SC2016
+	sh -c 'echo $$ >'"$MEMCG"'/cgroup.procs && exec "$0" "$@"' "$CLIENT" \
+		memcg /dev/vhost-scsi-sqcq || fails=$((fails + 1))
+	wait_for 10 rmdir $MEMCG || fail "memcg: the client's cgroup removed after it exited"
+else
+	fail "memcg: a memory cgroup for the client (cgroup2 with the memory controller)"
+fi
 
 # ---- 2. an LIO target, the SCSI data path ------------------------------------
 t0=$SECONDS
@@ -171,6 +199,53 @@ else
 	check takeover-fabric-dir-removed rmdir "$CFS/vhost"
 	check takeover-rmmod rmmod $MOD
 	check takeover-devnode-gone [ ! -e /dev/vhost-scsi ]
+fi
+# ---- 5b. targetcli-fb under takeover=1 ------------------------------------
+# What an operator runs: targetcli builds the target on our fabric "vhost"
+# (ramdisk, WWN with its TPG and nexus, LUN) and saves it; clearconfig
+# removes it; targetctl restore, what target.service runs at boot, builds
+# it again from the file.  I/O goes through /dev/vhost-scsi each time.
+# targetcli asks a system D-Bus for tcmu-runner's handlers: a private bus
+# stands in for it (DBUS_SYSTEM_BUS_ADDRESS).
+TW=naa.5001405000000e01
+TSAVE=/tmp/targetcli-saved.json
+tcli() { targetcli "$@" >>/tmp/targetcli.log 2>&1; }
+if [ -d /sys/module/vhost_scsi ] || ! command -v targetcli >/dev/null ||
+	! command -v dbus-daemon >/dev/null; then
+	fail "targetcli (not installed, or the in-tree vhost_scsi is loaded)"
+elif ! modinfo iscsi_target_mod >/dev/null 2>&1; then
+	# saveconfig and clearconfig walk every fabric and load its module;
+	# the sanitizer kernel (tests/debug/debug.config) has no iSCSI target.
+	echo "# targetcli: not run on $(uname -r): no iscsi_target_mod, which targetcli loads"
+elif ! insmod "$KO" takeover=1; then
+	fail "targetcli-insmod"
+else
+	mkdir -p /tmp/targetcli-home
+	dbus-daemon --session --address=unix:path=/tmp/targetcli-bus --fork \
+		--print-pid >/tmp/targetcli-bus.pid
+	export HOME=/tmp/targetcli-home
+	export DBUS_SYSTEM_BUS_ADDRESS=unix:path=/tmp/targetcli-bus
+	check targetcli-backstore tcli /backstores/ramdisk create name=rd0 size=16M
+	check targetcli-vhost-target tcli /vhost create $TW
+	check targetcli-fabric-is-ours grep -q "$MOD" "$CFS/vhost/version"
+	check targetcli-nexus grep -q naa. "$CFS/vhost/$TW/tpgt_1/nexus"
+	check targetcli-lun tcli /vhost/$TW/tpg1/luns create /backstores/ramdisk/rd0
+	check targetcli-saveconfig tcli saveconfig $TSAVE
+	timeout -k 10 600 "$CLIENT" io /dev/vhost-scsi vhost $TW targetcli- ||
+		fails=$((fails + 1))
+	check targetcli-clearconfig tcli clearconfig confirm=True
+	check targetcli-cleared [ ! -e "$CFS/vhost/$TW" ]
+	check targetctl-restore targetctl restore $TSAVE
+	check targetctl-restored [ -e "$CFS/vhost/$TW/tpgt_1/lun/lun_0" ]
+	timeout -k 10 600 "$CLIENT" io /dev/vhost-scsi vhost $TW targetctl- ||
+		fails=$((fails + 1))
+	check targetctl-clear targetctl clear
+	# clearconfig leaves the fabric's directory, which holds the module.
+	check targetcli-fabric-dir-removed rmdir "$CFS/vhost"
+	check targetcli-rmmod rmmod $MOD
+	kill "$(cat /tmp/targetcli-bus.pid)" 2>/dev/null
+	unset DBUS_SYSTEM_BUS_ADDRESS
+	[ "$fails" = 0 ] || tail -n 40 /tmp/targetcli.log
 fi
 check intree-modprobe modprobe vhost_scsi
 check intree-devnode [ -c /dev/vhost-scsi ]

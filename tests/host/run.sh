@@ -12,7 +12,8 @@
 # endpoints, INQUIRY/REPORT LUNS/READ CAPACITY, verified READ/WRITE(10/16)
 # on four queues in every descriptor layout, malformed requests, TMFs,
 # hotplug events, CLEAR_ENDPOINT/LUN unlink/SIGKILL/close with I/O in
-# flight, unload; and takeover=1 (fabric "vhost", /dev/vhost-scsi).
+# flight, unload; and takeover=1 (fabric "vhost", /dev/vhost-scsi), the
+# target built by targetcli-fb and restored by targetctl.
 #
 # The module comes from out/<abi>/host/ (tests/matrix.sh ID builds it) or
 # --ko (a path under the repository: the VM sees the host root read-only,
@@ -44,6 +45,10 @@ fi
 [ -f "$ko" ] || { echo "FAIL: host $id: no module at $ko (tests/matrix.sh $id)"; exit 1; }
 ko=$(cd "$(dirname "$ko")" && pwd)/$(basename "$ko")
 
+# targetcli-fb (and a D-Bus daemon for it) for the takeover=1 checks.
+# shellcheck source=tests/lib/apt.sh
+. tests/lib/apt.sh
+sqcq_install targetcli-fb dbus >&2 || echo "host: cannot install targetcli-fb" >&2
 mkdir -p out/tools
 if gcc -O2 -Wall -Wextra -Werror -pthread -o out/tools/host-client tests/host/client.c; then
 	echo "PASS: host client-builds"

@@ -11,9 +11,11 @@ DBG=/sys/kernel/debug/$MOD
 PREFIX=sqcq
 # shellcheck source=tests/lib/check.sh
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/check.sh"
-workers() { grep -l '^vhost-sqcq-' /proc/[0-9]*/comm 2>/dev/null | wc -l; }
-# worker_pid: the PID of the first device worker (the poller), if any.
-worker_pid() { grep -l '^vhost-sqcq-' /proc/[0-9]*/comm 2>/dev/null | head -n 1 | cut -d/ -f3; }
+# shellcheck source=tests/lib/worker.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/worker.sh"
+workers() { sqcq_workers; }
+# worker_pid: the thread id of the first device worker (the poller), if any.
+worker_pid() { sqcq_worker_tids | head -n 1; }
 # host_sleeps: the first device's poll_sleeps (debugfs).
 host_sleeps() { sed -n 's/^poll_sleeps: //p' $DBG/dev*/queues | head -n 1; }
 # field NAME LINE: the value of NAME=... in a vhost-io result line
@@ -27,6 +29,12 @@ dbg_sum() {
 		END { print s + 0 }'
 }
 dbg_val() { echo "$2" | sed -n "s/^debugfs: $1: //p"; }
+# dbg_vq COLUMN VQ OUTPUT: that column of queue VQ in the debugfs lines.
+dbg_vq() {
+	echo "$3" | awk -v col="$1" -v vq="$2" '
+		/^debugfs: vq / { for (i = 2; i <= NF; i++) if ($i == col) c = i }
+		/^debugfs: [0-9]+ / && c && $2 == vq { print $c }'
+}
 
 mountpoint -q /sys/kernel/debug || mount -t debugfs none /sys/kernel/debug
 modprobe target_core_mod || fail "modprobe target_core_mod"
@@ -35,6 +43,9 @@ if ! insmod "$KO" poll_idle_us=20000; then
 	exit 1
 fi
 pass "insmod ($(uname -r))"
+# Sections 3 to 4c test each device's own poller (poll_cpu binds it);
+# 4e the shared pollers, the default.
+echo 0 >$P/poll_shared
 mkdir -p $C/core/rd_mcp_0/sq &&
 	echo rd_pages=$((64 << 8)) >$C/core/rd_mcp_0/sq/control &&
 	echo 1 >$C/core/rd_mcp_0/sq/enable &&
@@ -43,7 +54,8 @@ mkdir -p $C/core/rd_mcp_0/sq &&
 	echo naa.5001405000000d02 >$C/vhost_sqcq/$W/tpgt_1/nexus &&
 	pass "target" || fail "target (configfs)"
 
-# 1. Setup checks, good and malformed (PASS/FAIL lines from the client).
+# 1. Setup checks, good and malformed (PASS/FAIL lines from the client),
+# queues on workers of their own among them.
 timeout 120 "$CLIENT" /dev/vhost-scsi-sqcq $W -q 4 -C || fails=$((fails + 1))
 
 # 1b. 1000 devices that ask for SQ/CQ and are closed at once, half of them
@@ -72,7 +84,7 @@ pins1=$(pins)
 check "setup-close-cycles-no-pins-left ($pins0 -> $pins1 pages pinned)" \
 	[ "$pins1" != no-counters -a "$pins1" -le "$pins0" ]
 check "setup-close-cycles-no-vmap-left ($(vmaps))" [ "$(vmaps)" = 0 ]
-# The module's budget for such lines is 10 a minute (sqcq_lifecycle_rs),
+# The module's budget for such lines is 10 a minute (vhost_lifecycle_rs),
 # in windows that need not start with the run.
 lines=$(($(modlines) - lines0)) most=$((10 * (secs / 60 + 2)))
 check "setup-close-cycles-log-bounded ($lines lines for 1000 devices in $secs s, at most $most)" \
@@ -95,23 +107,35 @@ echo 1 >$P/sqcq
 # The target core runs each completion in a kworker on the submitting CPU
 # (the poller's) unless the WWPN's cmd_completion_affinity names another:
 # CPU 0 keeps CPU 1 to the poller (README, tuning).
+# The premise is measured: when the run's poller slept "contended" more
+# than once per 1000 requests (something else wanted CPU 1: seen in one
+# run of four on 6.1, 1929 such sleeps and 0.014 notifications per I/O;
+# 0-89 and 0.0001-0.007 in the others), a clean run is repeated once,
+# and says so; the second run's numbers decide.
 AFF=$C/vhost_sqcq/$W/param/cmd_completion_affinity
 [ -w $AFF ] && echo 0 >$AFF
 echo 200000 >$P/poll_idle_us
 echo 1 >$P/poll_cpu
-out=$(taskset -c 0 timeout 600 "$CLIENT" /dev/vhost-scsi-sqcq $W -s -q 4 -d 8 -m verify \
-	-n 100000 -i 200000 -D 2>&1); rc=$?
+for try in 1 2; do
+	out=$(taskset -c 0 timeout 600 "$CLIENT" /dev/vhost-scsi-sqcq $W -s -q 4 -d 8 -m verify \
+		-n 100000 -i 200000 -D 2>&1); rc=$?
+	res=$(echo "$out" | grep '^ios=')
+	echo "  $res"
+	req=$(dbg_sum requests "$out") kk=$(dbg_sum kicks "$out")
+	cl=$(dbg_sum calls "$out") db=$(dbg_sum doorbells "$out")
+	ctd=$(dbg_val poll_sleeps_contended "$out")
+	echo "  host counters: requests $req kicks $kk calls $cl doorbells $db sleeps $(dbg_val poll_sleeps "$out") (idle $(dbg_val poll_sleeps_idle "$out"), contended $ctd), yields $(dbg_val poll_yields "$out"), window $(dbg_val poll_window_ns "$out") ns, completion affinity $(cat $AFF 2>/dev/null)"
+	# A run with an error or a failed verify decides at once.
+	[ "$try" = 1 ] && [ $rc = 0 ] && [ "$(field errors "$res")" = 0 ] &&
+		[ "${ctd:-0}" -gt $((${req:-0} / 1000)) ] || break
+	echo "  the poller was contended ($ctd sleeps for $req requests): once more"
+done
 echo >$P/poll_cpu
 echo 20000 >$P/poll_idle_us
-res=$(echo "$out" | grep '^ios=')
-echo "  $res"
 ios=$(field ios "$res")
 [ $rc = 0 ] && [ "${ios:-0}" -ge 100000 ] && [ "$(field errors "$res")" = 0 ] &&
 	pass "verify-100k ($ios I/Os, 0 errors)" ||
 	fail "verify-100k (rc $rc: $(echo "$out" | tail -3 | tr '\n' ' '))"
-req=$(dbg_sum requests "$out") kk=$(dbg_sum kicks "$out")
-cl=$(dbg_sum calls "$out") db=$(dbg_sum doorbells "$out")
-echo "  host counters: requests $req kicks $kk calls $cl doorbells $db sleeps $(dbg_val poll_sleeps "$out") (idle $(dbg_val poll_sleeps_idle "$out"), contended $(dbg_val poll_sleeps_contended "$out")), yields $(dbg_val poll_yields "$out"), window $(dbg_val poll_window_ns "$out") ns, completion affinity $(cat $AFF 2>/dev/null)"
 [ "$(dbg_val mode "$out")" = sqcq ] && pass "debugfs-mode-sqcq" ||
 	fail "debugfs-mode-sqcq ($(dbg_val mode "$out"))"
 [ "${req:-0}" -ge 100000 ] && [ "${db:-0}" -gt 0 ] &&
@@ -127,6 +151,41 @@ req=$(dbg_sum requests "$out") kk=$(dbg_sum kicks "$out") cl=$(dbg_sum calls "$o
 echo "  classic: $res; host requests $req kicks $kk calls $cl"
 [ $rc = 0 ] && [ "$(dbg_val mode "$out")" = classic ] &&
 	pass "classic-verify ($(field ios "$res") I/Os)" || fail "classic-verify (rc $rc)"
+
+# 3b. Queues on workers of their own (vhost-io -W, as QEMU's
+# worker_per_virtqueue=true: vq 3..5 each on a worker, vq 2 on the default
+# one).  SQ/CQ is accepted; the poll thread (the default worker, on CPU 1)
+# watches every SQ doorbell, serves vq 2 itself and hands the doorbells of
+# vq 3..5 to their workers, which serve them; every I/O verified.
+echo 200000 >$P/poll_idle_us
+echo 1 >$P/poll_cpu
+out=$(taskset -c 0 timeout 600 "$CLIENT" /dev/vhost-scsi-sqcq $W -s -W -q 4 -d 8 -m verify \
+	-n 20000 -i 200000 -D 2>&1); rc=$?
+echo >$P/poll_cpu
+echo 20000 >$P/poll_idle_us
+res=$(echo "$out" | grep '^ios=')
+echo "  $res"
+echo "$out" | grep '^debugfs: [0-9v]' | sed 's/^/  /'
+[ $rc = 0 ] && [ "$(field ios "$res")" -ge 20000 ] && [ "$(field errors "$res")" = 0 ] &&
+	[ "$(dbg_val mode "$out")" = sqcq ] &&
+	pass "own-workers: SQ/CQ, 20000 I/Os verified" ||
+	fail "own-workers: SQ/CQ, 20000 I/Os verified (rc $rc: $(echo "$out" | grep -v '^debugfs' | tail -3 | tr '\n' ' '))"
+ids="" bad=""
+for vq in 3 4 5; do
+	w=$(dbg_vq worker $vq "$out") h=$(dbg_vq handoffs $vq "$out") r=$(dbg_vq requests $vq "$out")
+	ids+="$w "
+	[ "${w:-0}" -gt 0 ] && [ "${h:-0}" -gt 0 ] && [ "${r:-0}" -gt 0 ] ||
+		bad+="vq $vq: worker ${w:-?} handoffs ${h:-?} requests ${r:-?}; "
+done
+check "own-workers: vq 3..5 on workers of their own, their doorbells handed to them (workers $ids${bad:+; $bad})" \
+	[ -z "$bad" -a "$(echo $ids | tr ' ' '\n' | sort -u | wc -l)" = 3 ]
+w=$(dbg_vq worker 2 "$out") h=$(dbg_vq handoffs 2 "$out") d=$(dbg_vq doorbells 2 "$out")
+check "own-workers: the poll thread serves vq 2 itself (worker $w, doorbells $d, handoffs $h)" \
+	[ "$w" = 0 -a "${d:-0}" -gt 0 -a "$h" = 0 ]
+req=$(dbg_sum requests "$out") kk=$(dbg_sum kicks "$out") cl=$(dbg_sum calls "$out")
+echo "  own-workers: requests $req kicks $kk calls $cl"
+check "own-workers: doorbells, not kicks (kicks $kk for $req requests)" \
+	awk -v k="$kk" -v r="$req" 'BEGIN { exit !(r > 0 && k / r < 0.25) }'
 
 # 4. Idle -> sleep -> kick wakes (poll_idle_us changed at runtime).
 echo 2000 >$P/poll_idle_us
@@ -145,7 +204,9 @@ echo 20000 >$P/poll_idle_us
 # going offline moves it and I/O goes on; poll_cpu emptied unbinds it;
 # poll_idle_us=0 makes it sleep whenever a pass finds no work.
 echo 200000 >$P/poll_idle_us
-"$CLIENT" /dev/vhost-scsi-sqcq $W -s -q 2 -d 4 -m verify -t 40 -i 200000 -D \
+# The load lasts until the checks are done (SIGUSR1), at most 300 s: the
+# sanitizer kernel needs more than 40 s for them.
+"$CLIENT" /dev/vhost-scsi-sqcq $W -s -q 2 -d 4 -m verify -t 300 -i 200000 -D \
 	>/tmp/sqcq-rt.out 2>&1 &
 pid=$!
 wpid=""
@@ -154,7 +215,9 @@ for _ in $(seq 50); do
 	[ -n "$wpid" ] && grep -qs "^mode: sqcq" $DBG/dev*/queues && break
 	sleep 0.2
 done
-allowed() { sed -n 's/^Cpus_allowed_list:[[:space:]]*//p' "/proc/$wpid/status"; }
+# cpus_of TID: the CPU list thread TID may run on.
+cpus_of() { sed -n 's/^Cpus_allowed_list:[[:space:]]*//p' "/proc/$1/status" 2>/dev/null; }
+allowed() { cpus_of "$wpid"; }
 # on_cpu: the CPU the poller last ran on (field 39 of /proc/PID/stat).
 on_cpu() { awk '{ print $39 }' "/proc/$wpid/stat"; }
 requests() { awk 'NF >= 10 && $1 ~ /^[0-9]+$/ { s += $6 } END { print s + 0 }' $DBG/dev*/queues; }
@@ -201,6 +264,7 @@ if [ -n "$wpid" ] && [ "$(nproc)" -ge 2 ]; then
 else
 	fail "runtime changes under load (no poller found, or 1 CPU)"
 fi
+kill -USR1 $pid 2>/dev/null
 wait $pid
 rc=$?
 echo 20000 >$P/poll_idle_us
@@ -220,7 +284,8 @@ dbgv() { sed -n "s/^$1: //p" $DBG/dev*/queues | head -n 1; }
 if [ "$(nproc)" -ge 2 ]; then
 	echo 1 >$P/poll_cpu
 	echo 200000 >$P/poll_idle_us
-	taskset -c 0 "$CLIENT" /dev/vhost-scsi-sqcq $W -s -q 1 -d 4 -m verify -t 40 \
+	# Until the samples below are taken (SIGUSR1), at most 300 s.
+	taskset -c 0 "$CLIENT" /dev/vhost-scsi-sqcq $W -s -q 1 -d 4 -m verify -t 300 \
 		-i 200000 >/tmp/sqcq-hog.out 2>&1 &
 	pid=$!
 	for _ in $(seq 50); do
@@ -249,6 +314,7 @@ if [ "$(nproc)" -ge 2 ]; then
 	check "hog gone: it polls again (kicks per request $((k3 - k2))/$((r3 - r2)) below $((k1 - k0))/$((r1 - r0)) with the hog)" \
 		awk -v a=$((k3 - k2)) -v b=$((r3 - r2)) -v c=$((k1 - k0)) -v d=$((r1 - r0)) \
 		'BEGIN { exit !(b > 0 && d > 0 && a / b < c / d) }'
+	kill -USR1 $pid 2>/dev/null
 	wait $pid
 	rc=$?
 	res=$(grep '^ios=' /tmp/sqcq-hog.out)
@@ -287,6 +353,190 @@ fi
 
 [ -w $AFF ] && echo -1 >$AFF
 
+# 4e. Shared pollers (poll_shared=1, the default): with poll_cpu=1, four
+# devices under load cost one spinning thread, the shared poller
+# "sqcq-poll/1" bound to CPU 1, whatever the number of devices.  Each
+# device's worker parks on it when a pass finds nothing, sleeps, and is
+# woken to serve (in its own thread, off CPU 1) when the poller sees its SQ
+# index move.  A hog on CPU 1 makes the poller let every device go (sleeps
+# "contended") while I/O goes on by kicks.  poll_shared=0 at runtime: the
+# workers spin themselves again, bound to CPU 1, the shared poller idle.
+ww() { printf 'naa.50014050000e%04x' "$1"; }
+pollers() { tail -n +2 $DBG/pollers; }
+# pcol COLUMN: that column of the first shared poller's line.
+pcol() {
+	awk -v col="$1" 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
+		NR == 2 { print $c[col] }' $DBG/pollers
+}
+npoll_threads() { grep -l '^sqcq-poll/' /proc/[0-9]*/task/[0-9]*/comm 2>/dev/null | wc -l; }
+dev_sum() { sed -n "s/^$1: //p" $DBG/dev*/queues | awk '{ s += $1 } END { print s + 0 }'; }
+# workers_on1: how many device workers are bound to CPU 1 alone.
+workers_on1() {
+	local t n=0
+	for t in $(sqcq_worker_tids); do
+		[ "$(cpus_of "$t")" = 1 ] && n=$((n + 1))
+	done
+	echo $n
+}
+if [ "$(nproc)" -ge 2 ]; then
+	echo 1 >$P/poll_shared
+	echo 1 >$P/poll_cpu
+	echo 200000 >$P/poll_idle_us
+	# A ramdisk each: every client verifies from block 0.
+	for i in 1 2 3 4; do
+		t=$C/vhost_sqcq/$(ww $i)
+		mkdir -p $C/core/rd_mcp_0/sh$i &&
+			echo rd_pages=$((8 << 8)) >$C/core/rd_mcp_0/sh$i/control &&
+			echo 1 >$C/core/rd_mcp_0/sh$i/enable &&
+			mkdir -p "$t/tpgt_1/lun/lun_0" &&
+			ln -s $C/core/rd_mcp_0/sh$i "$t/tpgt_1/lun/lun_0/sh" &&
+			echo naa.5001405000000d02 >"$t/tpgt_1/nexus" ||
+			fail "shared: target $(ww $i)"
+	done
+	pids=()
+	for i in 1 2 3 4; do
+		taskset -c 0 "$CLIENT" /dev/vhost-scsi-sqcq "$(ww $i)" -s -q 2 -d 4 -m verify \
+			-t 300 -i 200000 -D >/tmp/sqcq-sh.$i 2>&1 &
+		pids+=($!)
+	done
+	all_sqcq() { [ "$(grep -ls '^mode: sqcq' $DBG/dev*/queues | wc -l)" = 4 ]; }
+	wait_for 60 all_sqcq
+	sleep 3
+	echo "  shared pollers: $(pollers | tr '\n' ';')"
+	check "shared: 4 devices in SQ/CQ" all_sqcq
+	check "shared: one poll thread for 4 devices ($(npoll_threads))" [ "$(npoll_threads)" = 1 ]
+	ppid=$(pcol pid)
+	check "shared: the poller is on CPU 1 (line: $(pollers | head -n 1))" \
+		[ "$(pcol cpu)" = 1 -a "$(cpus_of "$ppid")" = 1 ]
+	on1=$(workers_on1)
+	check "shared: no device worker bound to the poll CPU ($on1 of $(workers))" [ "$on1" = 0 ]
+	# A window in which the poller let the devices go "contended" more
+	# than once per 100 requests (CPU 1 wanted by others, the premise of
+	# the kick count gone) is measured once more, and says so.
+	for try in 1 2; do
+		h0=$(pcol handoffs) p0=$(dev_sum poll_parks) r0=$(requests) k0=$(kicks) c0=$(pcol sleeps_contended)
+		sleep 4
+		h1=$(pcol handoffs) p1=$(dev_sum poll_parks) r1=$(requests) k1=$(kicks) c1=$(pcol sleeps_contended)
+		echo "  shared, 4 s: handoffs $h0 -> $h1, parks $p0 -> $p1, requests $r0 -> $r1, kicks $k0 -> $k1, contended $c0 -> $c1"
+		[ "$try" = 1 ] && [ $((c1 - c0)) -gt $(((r1 - r0) / 100)) ] || break
+		echo "  the shared poller was contended: once more"
+	done
+	check "shared: the poller hands work to the workers ($h0 -> $h1)" [ "${h1:-0}" -gt "${h0:-0}" ]
+	check "shared: the workers park between pieces of work ($p0 -> $p1)" [ "${p1:-0}" -gt "${p0:-0}" ]
+	# Kicks come from the times the poller let the devices go because CPU
+	# 1 was wanted: 2-3% of requests on 6.1 and 7.2, 5-7% on the
+	# sanitizer kernel, whose own threads want CPU 1 more often; classic
+	# kicks once per batch, 13% of requests with this client.
+	check "shared: polled, not kicked (kicks $((k1 - k0)) for $((r1 - r0)) requests, under 8%)" \
+		awk -v k=$((k1 - k0)) -v r=$((r1 - r0)) 'BEGIN { exit !(r > 0 && k / r < 0.08) }'
+	c0=$(pcol sleeps_contended) r0=$(requests)
+	taskset -c 1 sh -c 'while :; do :; done' &
+	hog=$!
+	sleep 3
+	c1=$(pcol sleeps_contended) r1=$(requests)
+	kill $hog
+	wait $hog 2>/dev/null
+	check "shared: a hog on CPU 1, the poller lets go contended ($c0 -> $c1)" [ "${c1:-0}" -gt "${c0:-0}" ]
+	check "shared: with the hog, I/O goes on ($r0 -> $r1)" [ "${r1:-0}" -gt "${r0:-0}" ]
+	echo 0 >$P/poll_shared
+	dedicated() { [ "$(workers_on1)" = 4 ] && [ "$(pcol devices)" = 0 ]; }
+	check "poll_shared=0 at runtime: each worker spins bound to CPU 1, none parked" wait_for 10 dedicated
+	echo 1 >$P/poll_shared
+	r0=$(requests) h0=$(pcol handoffs)
+	parked_again() { [ "$(pcol handoffs)" -gt "$h0" ] && [ "$(requests)" -gt "$r0" ]; }
+	wait_for 10 parked_again
+	check "poll_shared=1 again: the shared poller hands work over again, I/O goes on (handoffs $h0 -> $(pcol handoffs), requests $r0 -> $(requests))" \
+		parked_again
+	# The load lasts until here (at most 300 s).
+	kill -USR1 "${pids[@]}" 2>/dev/null
+	rc=0
+	for i in 0 1 2 3; do
+		wait "${pids[$i]}" || rc=$((rc + 1))
+	done
+	res=$(grep -h '^ios=' /tmp/sqcq-sh.[1-4] | awk -F'[= ]' '{ n += $2; e += $12 } END { print n + 0, e + 0 }')
+	check "shared: 4 devices verify ($rc failed; I/Os and errors: $res)" \
+		[ "$rc" = 0 -a "${res#* }" = 0 -a "${res% *}" -gt 0 ]
+	check "shared: no device left parked ($(pcol devices))" wait_for 10 [ "$(pcol devices)" = 0 ]
+	# Then one device with its second queue on a worker of its own (-W),
+	# alone: the shared poller hands that queue's doorbells to its worker.
+	# (Not among the four above: on 6.1 that worker, a kthread, may run
+	# on CPU 1 and raise the kick count there.)
+	out=$(taskset -c 0 timeout 300 "$CLIENT" /dev/vhost-scsi-sqcq "$(ww 1)" -s -W -q 2 -d 4 -m verify \
+		-n 5000 -i 200000 -D 2>&1); rc=$?
+	w=$(dbg_vq worker 3 "$out") h=$(dbg_vq handoffs 3 "$out") r=$(dbg_vq requests 3 "$out")
+	check "shared: a queue on a worker of its own gets its doorbells handed to that worker, verify clean (rc $rc; vq 3: worker $w, handoffs $h, requests $r)" \
+		[ $rc = 0 -a "${w:-0}" -gt 0 -a "${h:-0}" -gt 0 -a "${r:-0}" -gt 0 ]
+	for i in 1 2 3 4; do
+		t=$C/vhost_sqcq/$(ww $i)
+		rm "$t/tpgt_1/lun/lun_0/sh"
+		echo NULL >"$t/tpgt_1/nexus"
+		rmdir "$t/tpgt_1/lun/lun_0" "$t/tpgt_1" "$t" $C/core/rd_mcp_0/sh$i
+	done
+	echo >$P/poll_cpu
+	echo 20000 >$P/poll_idle_us
+	echo 0 >$P/poll_shared
+else
+	fail "shared pollers (needs 2 CPUs)"
+fi
+
+# 4d. The worker belongs to the VM.  The client (the VMM) runs in a
+# cgroup with cpu.max at 20% of a CPU.  Its device's worker must be in that
+# cgroup (a thread of the client where the kernel has vhost_task, else a
+# kthread attached to the client's cgroups), its CPU time, polling
+# included, must count in the cgroup's cpu.stat, and cpu.max must throttle
+# it: a worker outside would spin unthrottled, far above the cgroup's use.
+CG=/sys/fs/cgroup
+VMCG=$CG/sqcq-vm
+if ! grep -qw cgroup2 /proc/filesystems; then
+	# The sanitizer kernel is built without cgroups (tests/debug/debug.config).
+	echo "# 4d (the worker in the VM's cgroup): not run on $(uname -r): no cgroup support"
+elif { grep -qs "^[^ ]* $CG cgroup2 " /proc/mounts || mount -t cgroup2 none $CG; } &&
+	echo "+cpu +memory" >$CG/cgroup.subtree_control &&
+	mkdir -p $VMCG && echo "20000 100000" >$VMCG/cpu.max &&
+	echo $((512 << 20)) >$VMCG/memory.max; then
+	echo 200000 >$P/poll_idle_us
+	# shellcheck disable=SC2016
+	sh -c 'echo $$ >'"$VMCG"'/cgroup.procs && exec "$0" "$@"' "$CLIENT" \
+		/dev/vhost-scsi-sqcq $W -s -q 1 -d 4 -m verify -t 20 -i 200000 \
+		>/tmp/sqcq-cg.out 2>&1 &
+	pid=$!
+	polling() { grep -qs "^mode: sqcq" $DBG/dev*/queues; }
+	wait_for 60 polling
+	wtid=$(worker_pid)
+	cgstat() { sed -n "s/^$1 //p" $VMCG/cpu.stat; }
+	# ticks TID: the user + system clock ticks of thread TID.
+	ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat" 2>/dev/null; }
+	if sqcq_vhost_task; then
+		check "vhost_task kernel: the worker ($wtid) is a thread of its owner ($pid)" \
+			[ -n "$wtid" -a -d "/proc/$pid/task/$wtid" ]
+	else
+		check "no vhost_task: the worker ($wtid) is a kthread" \
+			[ -n "$wtid" -a "$(awk '/^PPid:/ { print $2 }' "/proc/$wtid/status" 2>/dev/null)" = 2 ]
+	fi
+	check "the worker is in the owner's cgroup ($(cat "/proc/$wtid/cgroup" 2>/dev/null))" \
+		grep -qx '0::/sqcq-vm' "/proc/$wtid/cgroup"
+	# The cgroup's window holds the worker's: usage read first at the
+	# start and last at the end (each read takes a while under TCG).
+	u0=$(cgstat usage_usec) t0=$(cgstat nr_throttled) w0=$(ticks "$wtid")
+	sleep 5
+	w1=$(ticks "$wtid") t1=$(cgstat nr_throttled) u1=$(cgstat usage_usec)
+	hz=$(getconf CLK_TCK)
+	wus=$(((${w1:-0} - ${w0:-0}) * 1000000 / hz))
+	echo "  VM cgroup: usage $u0 -> $u1 us, nr_throttled $t0 -> $t1, memory.current $(cat $VMCG/memory.current); worker $wus us"
+	check "the worker ran meanwhile ($wus us of CPU in 5 s)" [ "$wus" -ge 50000 ]
+	check "the worker's CPU time counts in the VM's cgroup (usage +$((u1 - u0)) us, worker $wus us)" \
+		[ $((u1 - u0 + 1000000 / hz)) -ge "$wus" ]
+	check "cpu.max throttles the VM, its poller included ($t0 -> $t1)" [ "${t1:-0}" -gt "${t0:-0}" ]
+	wait $pid
+	rc=$?
+	res=$(grep '^ios=' /tmp/sqcq-cg.out)
+	check "in a cgroup: verify (rc $rc, $res)" [ $rc = 0 -a "$(field errors "$res")" = 0 ]
+	echo 20000 >$P/poll_idle_us
+	wait_for 10 rmdir $VMCG || fail "VM cgroup removed after the client exited"
+else
+	fail "a cgroup for the VM (cgroup2 with the cpu and memory controllers)"
+fi
+
 # 5. The client killed while its device polls.
 "$CLIENT" /dev/vhost-scsi-sqcq $W -s -q 2 -d 4 -m write -t 120 >/dev/null 2>&1 &
 pid=$!
@@ -299,7 +549,7 @@ for _ in 1 2 3 4 5 6 7 8 9 10; do
 	[ "$(workers)" = 0 ] && break
 	sleep 0.5
 done
-[ "$(workers)" = 0 ] && [ "$(ls $DBG)" = params ] &&
+[ "$(workers)" = 0 ] && ! ls -d $DBG/dev* >/dev/null 2>&1 &&
 	pass "killed-while-polled-released" ||
 	fail "killed-while-polled-released (workers $(workers), debugfs $(ls $DBG | tr '\n' ' '))"
 

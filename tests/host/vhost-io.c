@@ -8,7 +8,7 @@
  *
  *   vhost-io NODE WWPN [-q QUEUES] [-d DEPTH] [-t SECONDS | -n IOS]
  *            [-m read|write|verify] [-T TARGET] [-L LUN] [-s] [-i IDLE_US]
- *            [-p PAUSE_MS] [-g GAP_MS] [-D] [-C]
+ *            [-p PAUSE_MS] [-g GAP_MS] [-W] [-D] [-C]
  *
  * DEPTH requests (1..85) stay in flight on each of QUEUES request queues
  * (1..16); each is a READ(10)/WRITE(10) of 4 KiB, three descriptors
@@ -23,9 +23,14 @@
  * NEED_WAKEUP after IDLE_US (default 1000) without completions.
  * -p pauses submissions for PAUSE_MS halfway (the pollers fall asleep; the
  * next submission must wake the host).  -g waits GAP_MS before each
- * resubmission (sparse I/O at depth 1).  -D prints this device's debugfs
+ * resubmission (sparse I/O at depth 1).  -W gives every request queue after
+ * the first a worker of its own before anything else, as QEMU does with
+ * worker_per_virtqueue=true (VHOST_NEW_WORKER, VHOST_ATTACH_VRING_WORKER;
+ * the new workers' ids go to stderr).  -D prints this device's debugfs
  * "queues" file of vhost_scsi_sqcq before closing.  -C runs the SQ/CQ setup
  * checks (good and malformed requests; PASS:/FAIL: lines) instead of I/O.
+ * SIGUSR1 ends the run as its time limit would (a test that needs the load
+ * only until its checks are done).
  *
  * Prints one line:
  *   ios=N seconds=S iops=I kicks=K calls=C errors=E mode=M sleeps=Z
@@ -40,6 +45,7 @@
 #include <getopt.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -55,6 +61,7 @@
 #include <linux/virtio_scsi.h>
 
 #include "../../common/sqcq_uapi.h"
+#include "../../common/sqcq_vhost_abi.h"
 
 #define MAXQ		16
 #define RING		256			/* descriptors per queue */
@@ -544,6 +551,90 @@ static void check_remapped_area(int fd, unsigned int nq)
 	      "mode sqcq %d", debugfs_mode_sqcq());
 }
 
+static int attach_worker(int fd, unsigned int index, unsigned int id)
+{
+	struct vhost_vring_worker vw = { .index = index, .worker_id = id };
+
+	return ioctl(fd, VHOST_ATTACH_VRING_WORKER, &vw);
+}
+
+/*
+ * Queues and workers (VHOST_NEW_WORKER, VHOST_ATTACH_VRING_WORKER):
+ *  - a request queue on a worker of its own keeps SQ/CQ: setup accepted,
+ *    and moving it back to the default worker and out again leaves the
+ *    doorbells in place (the poll thread hands it its doorbells);
+ *  - the control queue, which serves setup and teardown under the poll
+ *    thread's lock, on a worker of its own: setup answers NO_RESOURCES;
+ *    moved there while SQ/CQ runs, it ends SQ/CQ (classic again);
+ *  - every queue back, the worker freed, setup accepted again.
+ */
+static void check_own_worker(int fd, unsigned int nq)
+{
+	const uint32_t full = 24 + sizeof(struct sqcq_setup_req);
+	struct vhost_worker_state w = { 0 };
+	struct sqcq_setup_in *in;
+
+	sqcq_area_init(area, nq);
+	if (ioctl(fd, VHOST_NEW_WORKER, &w)) {
+		check(0, "own-worker-new", "errno %d", errno);
+		return;
+	}
+	check(!attach_worker(fd, 2, w.worker_id), "own-worker-attach",
+	      "errno %d", errno);
+	in = ctrl_sqcq(SQCQ_TMF_SUBTYPE_SETUP, nq, gpa_of(area), 4096, full,
+		       sizeof(*in), NULL);
+	check(status_of(in) == SQCQ_S_OK && debugfs_mode_sqcq() == 1,
+	      "queue-on-own-worker-setup-accepted", "status %d",
+	      status_of(in));
+	check(!attach_worker(fd, 2, 0) && debugfs_mode_sqcq() == 1,
+	      "queue-moved-back-keeps-sqcq", "mode sqcq %d",
+	      debugfs_mode_sqcq());
+	check(!attach_worker(fd, 2, w.worker_id) && debugfs_mode_sqcq() == 1,
+	      "queue-moved-out-again-keeps-sqcq", "mode sqcq %d",
+	      debugfs_mode_sqcq());
+	check(!attach_worker(fd, 0, w.worker_id) && debugfs_mode_sqcq() == 0,
+	      "control-queue-moved-out-ends-sqcq", "mode sqcq %d",
+	      debugfs_mode_sqcq());
+	sqcq_area_init(area, nq);
+	in = ctrl_sqcq(SQCQ_TMF_SUBTYPE_SETUP, nq, gpa_of(area), 4096, full,
+		       sizeof(*in), NULL);
+	check(status_of(in) == SQCQ_S_NO_RESOURCES &&
+	      in->response == SQCQ_VIRTIO_SCSI_S_FUNCTION_REJECTED &&
+	      debugfs_mode_sqcq() == 0,
+	      "control-queue-on-own-worker-no-resources", "status %d",
+	      status_of(in));
+	check(!attach_worker(fd, 0, 0) && !attach_worker(fd, 2, 0) &&
+	      !ioctl(fd, VHOST_FREE_WORKER, &w), "own-worker-back-and-freed",
+	      "errno %d", errno);
+	sqcq_area_init(area, nq);
+	in = ctrl_sqcq(SQCQ_TMF_SUBTYPE_SETUP, nq, gpa_of(area), 4096, full,
+		       sizeof(*in), NULL);
+	check(status_of(in) == SQCQ_S_OK && debugfs_mode_sqcq() == 1,
+	      "setup-after-queues-back-on-default-worker", "status %d",
+	      status_of(in));
+	in = ctrl_sqcq(SQCQ_TMF_SUBTYPE_TEARDOWN, nq, 0, 0, full, sizeof(*in),
+		       NULL);
+	check(status_of(in) == SQCQ_S_OK, "teardown-after-worker-checks",
+	      "status %d", status_of(in));
+}
+
+/* -W: request queues 2.. of @nq on a worker each, as QEMU does. */
+static void own_workers(int fd, unsigned int nq)
+{
+	struct vhost_worker_state w;
+	unsigned int i;
+
+	for (i = 1; i < nq; i++) {
+		memset(&w, 0, sizeof(w));
+		if (ioctl(fd, VHOST_NEW_WORKER, &w))
+			die("VHOST_NEW_WORKER");
+		if (attach_worker(fd, 2 + i, w.worker_id))
+			die("VHOST_ATTACH_VRING_WORKER");
+		fprintf(stderr, "vhost-io: vq %u on worker %u\n", 2 + i,
+			w.worker_id);
+	}
+}
+
 /*
  * The setup checks: the memory table has two regions split at the page
  * after the area (region A ends there), so an area over that boundary is
@@ -674,6 +765,7 @@ static void run_checks(int fd, unsigned int nq)
 	      "mem-table-change-tears-down", "flags 0x%x",
 	      le16_to_cpu(area->q[0].sq_line.sq.flags));
 	check_remapped_area(fd, nq);
+	check_own_worker(fd, nq);
 }
 
 /*
@@ -747,9 +839,18 @@ static int setup_close_cycles(const char *node, const char *wwpn,
 	return accepted == (n + 1) / 2 ? 0 : 1;
 }
 
+/* SIGUSR1: end the run as at its time limit (drain, check, print). */
+static volatile sig_atomic_t stop_now;
+
+static void on_sigusr1(int sig)
+{
+	(void)sig;
+	stop_now = 1;
+}
+
 static void usage(void)
 {
-	fprintf(stderr, "usage: vhost-io NODE WWPN [-q QUEUES] [-d DEPTH] [-t SECONDS | -n IOS] [-m read|write|verify] [-T TARGET] [-L LUN] [-s] [-i IDLE_US] [-p PAUSE_MS] [-g GAP_MS] [-D] [-C]\n");
+	fprintf(stderr, "usage: vhost-io NODE WWPN [-q QUEUES] [-d DEPTH] [-t SECONDS | -n IOS] [-m read|write|verify] [-T TARGET] [-L LUN] [-s] [-i IDLE_US] [-p PAUSE_MS] [-g GAP_MS] [-W] [-D] [-C]\n");
 	exit(2);
 }
 
@@ -762,11 +863,11 @@ int main(int argc, char **argv)
 	double pause_ms = 0, pause_at, pause_end = 0;
 	useconds_t gap_us = 0;	/* -g: think time before each resubmission */
 	unsigned long long sleeps = 0, max_ios = 0;
-	int fd, use_sqcq = 0, dump = 0, checks = 0, paused = 0, c;
+	int fd, use_sqcq = 0, dump = 0, checks = 0, paused = 0, c, own = 0;
 	unsigned int cycles = 0;
 	struct pollfd pfd[MAXQ];
 
-	while ((c = getopt(argc, argv, "q:d:t:n:m:T:L:si:p:g:DCR:")) != -1) {
+	while ((c = getopt(argc, argv, "q:d:t:n:m:T:L:si:p:g:WDCR:")) != -1) {
 		switch (c) {
 		case 'q': nq = atoi(optarg); break;
 		case 'd': depth = atoi(optarg); break;
@@ -782,6 +883,7 @@ int main(int argc, char **argv)
 		case 'i': client_idle = atof(optarg) / 1e6; break;
 		case 'p': pause_ms = atof(optarg); break;
 		case 'g': gap_us = (useconds_t)(atof(optarg) * 1000); break;
+		case 'W': own = 1; break;
 		case 'D': dump = 1; break;
 		case 'C': checks = 1; use_sqcq = 1; break;
 		case 'R': cycles = strtoul(optarg, NULL, 0); break;
@@ -807,6 +909,8 @@ int main(int argc, char **argv)
 		return setup_close_cycles(argv[optind], argv[optind + 1], nq,
 					  cycles);
 	fd = dev_open(argv[optind], argv[optind + 1], nq);
+	if (own)
+		own_workers(fd, nq);
 	snprintf(t.vhost_wwpn, sizeof(t.vhost_wwpn), "%s", argv[optind + 1]);
 	if (checks) {
 		run_checks(fd, nq);
@@ -839,11 +943,12 @@ int main(int argc, char **argv)
 		pfd[i].events = POLLIN;
 	}
 
+	signal(SIGUSR1, on_sigusr1);
 	t0 = now();
 	t1 = t0 + secs;
 	pause_at = pause_ms ? t0 + secs / 2 : 0;
 	for (;;) {
-		int done = now() >= t1 || (max_ios && ios >= max_ios);
+		int done = stop_now || now() >= t1 || (max_ios && ios >= max_ios);
 
 		if (pause_at && !paused && (now() >= pause_at ||
 					    (max_ios && ios >= max_ios / 2))) {

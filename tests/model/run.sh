@@ -15,6 +15,14 @@
 #                            (N=3 requests, QD=2, 2-entry store buffers,
 #                            graceful stop allowed): 0 errors, full search
 #   correct_split_host       host completions from a second host CPU (N=2)
+#   correct_shared           the host's shared poller (poll_shared): the
+#                            worker parks, the shared poller on its own CPU
+#                            hands it back or lets it go with the handshake
+#                            (N=3, QD=2): 0 errors; _liveness: N=2, QD=1
+#   no_park_mb_shared        the worker parks without set_current_state()'s
+#                            barrier -> error (also .deadlock)
+#   no_{recheck,consumer_mb}_shared  the shared poller's handshake broken
+#                            -> error
 #   correct_liveness         LTL <>(all completed), acceptance cycles, weak
 #                            fairness (N=2, QD=1)
 #   vacuity                  every interesting point is reachable in the
@@ -143,6 +151,14 @@ DEPTH=-m100000
 add correct_liveness ok "-DLIVENESS -DN=2 -DQD=1" "-a -f $DEPTH" "-O0 -DNFAIR=3"
 add correct ok "" "$DEPTH" "-O0 -DSAFETY"
 add correct_split_host ok "-DSPLIT_HOST -DN=2 -DQD=1" "$DEPTH" "-O0 -DSAFETY"
+# The shared poller (poll_shared): the handshake done on a parked
+# worker's behalf from another CPU.
+add correct_shared_liveness ok "-DSHARED -DLIVENESS -DN=2 -DQD=1" "-a -f $DEPTH" "-O0 -DNFAIR=3"
+add correct_shared ok "-DSHARED" "$DEPTH" "-O0 -DSAFETY"
+add no_park_mb_shared lost "-DSHARED -DBROKEN_PARK_MB=1" "$DEPTH" "-O0 -DSAFETY"
+add no_park_mb_shared.deadlock deadlock "-DSHARED -DBROKEN_PARK_MB=1 -DNO_MONITOR" "$DEPTH" "-O0 -DSAFETY"
+add no_recheck_shared lost "-DSHARED -DBROKEN_RECHECK=1" "$DEPTH" "-O0 -DSAFETY"
+add no_consumer_mb_shared lost "-DSHARED -DBROKEN_CONSUMER_MB=1" "$DEPTH" "-O0 -DSAFETY"
 add vacuity reach "-DREACH=99" "-c0 $DEPTH" "-O0 -DSAFETY"
 for m in producer_mb consumer_mb recheck stop_mb; do
 	M=${m^^}

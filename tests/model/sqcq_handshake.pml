@@ -17,6 +17,15 @@
  *               CQ_NEED_WAKEUP is set).
  *               With -DSPLIT_HOST the CQ producer is a separate host thread
  *               (a completion worker on another CPU) fed by the poller.
+ *               With -DSHARED the host side is a shared poller
+ *               (poll_shared, host/vhost_sqcq.c): the device's worker
+ *               (CPU HOST) serves and, finding nothing, parks the device
+ *               and sleeps with SQ_NEED_WAKEUP clear; the shared poller
+ *               (CPU SPOLL, its own store buffer) reads vring_sq.idx of the
+ *               parked device and either hands it back (wakes the worker)
+ *               or lets it go with sqcq_prepare_sleep() done on the
+ *               worker's behalf.  Parking, unparking and each pass of the
+ *               shared poller hold its lock (glock).
  *   guest_poll  guest poll thread: CQ consumer (polls vring_cq.idx, sleeps
  *               until the queue interrupt).
  *   flusher     the memory system: drains any CPU's oldest buffered store
@@ -57,6 +66,9 @@
  *   BROKEN_CONSUMER_MB  sqcq_prepare_sleep() without sqcq_mb()
  *   BROKEN_RECHECK      sqcq_prepare_sleep() without the re-read of the index
  *   BROKEN_STOP_MB      sqcq_stop_polling() without sqcq_mb()
+ *   BROKEN_PARK_MB      (SHARED) the worker parks without the full barrier
+ *                       of set_current_state(): its clear of SQ_NEED_WAKEUP
+ *                       may still sit in its store buffer
  * Other knobs: N (requests, default 3), QD (queue depth, default 2), SB
  * (store buffer entries, default 2), NO_STOP (no graceful stop path),
  * SPLIT_HOST, LIVENESS, NO_MONITOR (leave the lost-wakeup assertion out, so
@@ -84,6 +96,9 @@
 #endif
 #ifndef BROKEN_STOP_MB
 #define BROKEN_STOP_MB		0
+#endif
+#ifndef BROKEN_PARK_MB
+#define BROKEN_PARK_MB		0
 #endif
 
 #ifndef REACH
@@ -117,7 +132,8 @@
 #define HOST	1	/* SQ poller (and CQ producer unless SPLIT_HOST) */
 #define G_POLL	2
 #define HOST_CQ	3	/* SPLIT_HOST only */
-#ifdef SPLIT_HOST
+#define SPOLL	3	/* SHARED only: the shared poller */
+#if defined(SPLIT_HOST) || defined(SHARED)
 #define NCPU	4
 #else
 #define NCPU	3
@@ -151,7 +167,17 @@ byte sq_decided, cq_decided;	/* producer finished the notify decision
 				 * for this index */
 byte finished;
 
+#ifdef SHARED
+/* Host-internal, under the shared poller's lock (SC): the device is parked
+ * (the shared poller watches it), the poller handed it back (a wakeup of
+ * the worker is pending), the lock is held.
+ */
+bool parked, handoff, glock;
+/* Asleep and nobody watching: parked means the shared poller will look. */
+#define LOST_SQ	(h_sleep && !parked && !kick && !handoff && sq_decided > h_seen)
+#else
 #define LOST_SQ	(h_sleep && !kick && sq_decided > h_seen)
+#endif
 #define LOST_CQ	(g_sleep && !irq && cq_decided > g_seen)
 
 #ifdef SPLIT_HOST
@@ -335,6 +361,7 @@ proctype guest_sub()
 #define HOST_COMPLETE	publish(HOST, CQ_IDX, CQ_FLAGS, h_seen, irq, cq_decided, DIR_CQ)
 #endif
 
+#ifndef SHARED
 proctype host()
 {
 	byte r, f, k;
@@ -344,6 +371,70 @@ proctype host()
 		    HOST_COMPLETE);
 	finished++
 }
+#else
+/*
+ * The device's worker with a shared poller: each pass clears SQ_NEED_WAKEUP
+ * (vhost_doorbells_awake()) and polls; finding nothing it parks and
+ * sleeps (set_current_state(), a full barrier, then the lock).  A kick or
+ * the shared poller's hand-back wakes it; it unparks under the lock.
+ */
+proctype host()
+{
+	byte r, f, k;
+
+	do
+	:: h_seen == N -> break
+	:: else ->
+		clear_need_wakeup(HOST, SQ_FLAGS);
+		ld(HOST, SQ_IDX, r);
+		if
+		:: r != h_seen ->
+			assert(r > h_seen && r - h_seen <= QD);
+			h_seen = r;
+			HOST_COMPLETE
+		:: r == h_seen ->
+			if
+			:: BROKEN_PARK_MB -> d_step { !glock -> parked = 1; h_sleep = 1 }
+			:: else -> d_step { sb[HOST].n == 0 && !glock -> parked = 1; h_sleep = 1 }
+			fi;
+			d_step {
+				(kick || handoff) && !glock ->
+				kick = 0; handoff = 0; h_sleep = 0; parked = 0
+			};
+			REACHED(1)
+		fi
+	od;
+	finished++
+}
+
+/*
+ * The shared poller: each pass, under its lock, reads the parked device's
+ * SQ index; moved: hand it back; else keep watching, or (window over, CPU
+ * contended) run the handshake for it and let it go, or hand it back when
+ * the re-check saw the index move (vhost_poll_group_let_go()).
+ */
+proctype spoll()
+{
+	byte r, f, k;
+	bool res;
+
+end:	do
+	:: d_step { parked && !glock -> glock = 1 };
+		ld(SPOLL, SQ_IDX, r);
+		if
+		:: r != h_seen -> d_step { parked = 0; handoff = 1; glock = 0 }
+		:: r == h_seen -> glock = 0
+		:: r == h_seen ->
+			prepare_sleep(SPOLL, SQ_FLAGS, SQ_IDX, h_seen, DIR_SQ, res);
+			if
+			:: res -> parked = 0
+			:: else -> REACHED(3); d_step { parked = 0; handoff = 1 }
+			fi;
+			glock = 0
+		fi
+	od
+}
+#endif
 
 #ifdef SPLIT_HOST
 /* Host completion worker on another CPU, handed work by the poller through
@@ -398,7 +489,7 @@ end:	do
 	:: FLUSH(0)
 	:: FLUSH(1)
 	:: FLUSH(2)
-#ifdef SPLIT_HOST
+#if defined(SPLIT_HOST) || defined(SHARED)
 	:: FLUSH(3)
 #endif
 	od
@@ -417,7 +508,11 @@ end:	do
 proctype final_check()
 {
 end:	d_step {
+#if NCPU == 4
+		finished == NWORKERS && sb[0].n + sb[1].n + sb[2].n + sb[3].n == 0 ->
+#else
 		finished == NWORKERS && sb[0].n + sb[1].n + sb[2].n == 0 ->
+#endif
 		assert(h_seen == N && g_seen == N);
 		assert(mem[SQ_IDX] == N && mem[CQ_IDX] == N);
 		assert(!h_sleep && !g_sleep)
@@ -438,6 +533,9 @@ init {
 		run host();
 #ifdef SPLIT_HOST
 		run host_cq();
+#endif
+#ifdef SHARED
+		run spoll();
 #endif
 		run guest_poll()
 	}

@@ -44,9 +44,14 @@ sqcq_vm_install_deps() {
 }
 
 # qboot: a minimal BIOS that boots the kernel straight from fw_cfg (Debian's
-# qemu-system-data); nested guests use it when present.
-# shellcheck disable=SC2034 # used by run.sh
-SQCQ_VM_QBOOT=/usr/share/qemu/qboot.rom
+# qemu-system-data); nested guests use it when present. A QEMU of another
+# suite (SQCQ_VM_QEMU) comes with its own (tests/e2e/l1.sh sets both).
+: "${SQCQ_VM_QBOOT:=/usr/share/qemu/qboot.rom}"
+
+# The QEMU that run.sh starts, as words (no blanks inside one): the
+# machine's qemu-system-x86_64 by default, or e.g. "tests/vm/qemu-chroot.sh
+# $SQCQ_CACHE/chroots/qemu-trixie" for trixie's (tests/lib/qemu-chroot.sh).
+: "${SQCQ_VM_QEMU:=qemu-system-x86_64}"
 
 # sqcq_vm_kvm_ready: /dev/kvm is usable, after loading the KVM module for this
 # CPU if needed (inside a test VM: L1's CPU model has SVM with NPT).
@@ -283,7 +288,7 @@ sqcq_vm_initramfs() {
 # warnings and stalls: the reports of the sanitizer kernel (tests/debug/):
 # KASAN, KFENCE, UBSAN, lockdep, DEBUG_ATOMIC_SLEEP, DEBUG_OBJECTS (ODEBUG),
 # SLUB debug ("BUG <cache> (Not tainted): ..."), DEBUG_LIST, kmemleak.
-SQCQ_VM_LOG_BAD='WARNING:|BUG:|Oops|general protection fault|Kernel panic|kernel BUG|soft lockup|hard LOCKUP|hung_task|blocked for more than [0-9]+ seconds|rcu_(sched|preempt|bh)? ?(self-)?detected (stall|stalls)|rcu: INFO:|detected stalls on CPUs|Call Trace:|UBSAN:|KASAN:|KFENCE:|ODEBUG:|DEBUG_LOCKS_WARN_ON|INFO: trying to register non-static key|list_(add|del) corruption|refcount_t:|BUG [A-Za-z0-9_:.-]+ \((Not tainted|Tainted)|unreferenced object|kmemleak: .*(suspected memory leak|disabled)'
+SQCQ_VM_LOG_BAD='WARNING:|BUG:|Oops|general protection fault|Kernel panic|kernel BUG|soft lockup|hard LOCKUP|hung_task|blocked for more than [0-9]+ seconds|rcu_(sched|preempt|bh)? ?(self-)?detected (stall|stalls)|rcu: INFO:|detected stalls on CPUs|Call Trace:|UBSAN:|KASAN:|KFENCE:|ODEBUG:|DEBUG_LOCKS_WARN_ON|INFO: trying to register non-static key|list_(add|del) corruption|refcount_t:|BUG [A-Za-z0-9_:.-]+ \((Not tainted|Tainted)|unreferenced object|kmemleak: .*(suspected memory leak|disabled)|\[(vhost|virtio)_scsi_sqcq\] enqueued on deprecated workqueue'
 
 # The classes of problem a log can show, most specific first, as
 # "name<TAB>extended regexp"; sqcq_vm_log_classes names them in FAIL lines.
@@ -298,6 +303,7 @@ kmemleak	unreferenced object|kmemleak: .*(suspected memory leak|disabled)|kmemle
 SLUB	BUG [A-Za-z0-9_:.-]+ \((Not tainted|Tainted)
 list-corruption	list_(add|del) corruption
 refcount	refcount_t:
+deprecated-wq	\[(vhost|virtio)_scsi_sqcq\] enqueued on deprecated workqueue
 hung-task	hung_task|blocked for more than [0-9]+ seconds
 lockup	soft lockup|hard LOCKUP
 RCU-stall	rcu_(sched|preempt|bh)? ?(self-)?detected (stall|stalls)|rcu: INFO:|detected stalls on CPUs

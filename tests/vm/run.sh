@@ -30,7 +30,9 @@
 #
 # Environment: SQCQ_VM_NESTED_ACCEL (nested guests: auto, kvm or tcg; see
 # nested.sh), SQCQ_VM_INITRD_EXTRA (more modules the initramfs loads, e.g.
-# "scsi_mod sd_mod").
+# "scsi_mod sd_mod"), SQCQ_VM_QEMU (the QEMU command, default
+# qemu-system-x86_64; tests/vm/qemu-chroot.sh ROOT runs another suite's),
+# SQCQ_VM_QBOOT (the nested guests' qboot.rom).
 #
 # COMMAND's stdout and stderr come through live (on the first serial port).
 # Exit status: COMMAND's; 124 on timeout; 125 when the VM died before
@@ -43,9 +45,14 @@
 # (<classes>: <first line>)", e.g. "(KASAN: BUG: KASAN: slab-out-of-bounds
 # in ...)", and the last kernel log lines. A kernel's own parameters
 # (<kimage>/cmdline, the sanitizer kernel's) are appended to the command line.
+# A kernel that dies while booting, before COMMAND starts and untainted (no
+# module of ours loaded), or a VM whose console stays silent for
+# SQCQ_VM_BOOT_STALL_S (default 300, at most half of --timeout) s before
+# COMMAND starts, is booted once more (a line on stderr says so).
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+orig_args=("$@")	# for the one boot retry below
 # The caller's SQCQ_* variables (before the libraries set their own).
 caller_sqcq_env=$(env | grep -E '^SQCQ_[A-Za-z0-9_]*=' || true)
 # shellcheck source=tests/vm/common.sh
@@ -167,7 +174,7 @@ results=$(cd "$results" && pwd)
 	while IFS='=' read -r name _; do
 		case "$name" in
 		SQCQ_IN_VM | SQCQ_ABI | SQCQ_KVER | SQCQ_RESULTS | SQCQ_VM_DEPTH | SQCQ_CACHE | \
-			SQCQ_VM_NESTED | SQCQ_VM_INITRD_EXTRA | SQCQ_APT_DIR) ;;
+			SQCQ_VM_NESTED | SQCQ_VM_INITRD_EXTRA | SQCQ_APT_DIR | SQCQ_VM_BOOT_RETRY) ;;
 		SQCQ_*) printf 'export %s=%q\n' "$name" "${!name-}" ;;
 		esac
 	done <<<"$caller_sqcq_env"
@@ -184,9 +191,11 @@ results=$(cd "$results" && pwd)
 
 # ---- QEMU --------------------------------------------------------------------
 p9opts="security_model=none,multidevs=remap"
+# The QEMU binary: SQCQ_VM_QEMU (common.sh), split into words.
+read -r -a qemu_cmd <<<"$SQCQ_VM_QEMU"
 # shellcheck disable=SC2054 # commas belong to QEMU option values
 qemu=(
-	qemu-system-x86_64 "${vm_machine[@]}" -nodefaults -nographic -monitor none
+	"${qemu_cmd[@]}" "${vm_machine[@]}" -nodefaults -nographic -monitor none
 	-no-reboot -smp "$smp" -m "$mem"
 	-kernel "$kimg" -initrd "$initrd"
 	-append "console=ttyS0 quiet panic=-1 mitigations=off cryptomgr.notests=1 \
@@ -222,7 +231,40 @@ kvm_error_watch() {
 	done
 }
 
+# boot_watch: COMMAND has not started and the kernel console has been
+# silent for SQCQ_VM_BOOT_STALL_S (default 300 s, or half the VM's --timeout
+# when that is shorter) s: the VM hung while booting (seen under TCG:
+# SeaBIOS hung after an early reset, 2026-12-01; a 300 s VM of the
+# sanitizer self-test hung so twice in a row, each time until its timeout
+# came first). End QEMU and note it (the retry below). It holds none of
+# the caller's descriptors (a vhostfd must close with QEMU).
+boot_watch() {
+	local fd size=-1 s last now limit=${SQCQ_VM_BOOT_STALL_S:-300}
+	[ -n "${SQCQ_VM_BOOT_STALL_S:-}" ] || [ "$limit" -le $((timeout_s / 2)) ] ||
+		limit=$((timeout_s / 2))
+	for fd in /proc/$BASHPID/fd/*; do
+		fd=${fd##*/}
+		[ "$fd" -gt 2 ] 2>/dev/null && eval "exec $fd>&-"
+	done
+	last=$(date +%s)
+	while sleep 5; do
+		[ -e "$ctl/uptime-start" ] && return 0
+		s=$(stat -c %s "$work/console.log" 2>/dev/null) || s=0
+		now=$(date +%s)
+		if [ "$s" != "$size" ]; then
+			size=$s last=$now
+			continue
+		fi
+		[ $((now - last)) -ge "$limit" ] || continue
+		echo "$((now - last))" >"$work/boot-stall"
+		kill -TERM "$(cat "$work/qemu.pid" 2>/dev/null)" 2>/dev/null
+		return 0
+	done
+}
+
 t0=$(date +%s.%N)
+boot_watch &
+bw_pid=$!
 set +e
 # The hard timeout: timeout(1) kills QEMU (SIGKILL 5 s after SIGTERM).
 # Extra file descriptors of the caller (e.g. a vhostfd=N) are inherited.
@@ -230,11 +272,39 @@ if [ "$accel" = kvm ]; then
 	timeout -k 5 "$timeout_s" "${qemu[@]}" -pidfile "$work/qemu.pid" </dev/null \
 		2> >(kvm_error_watch)
 else
-	timeout -k 5 "$timeout_s" "${qemu[@]}" </dev/null
+	timeout -k 5 "$timeout_s" "${qemu[@]}" -pidfile "$work/qemu.pid" </dev/null
 fi
 qrc=$?
+kill "$bw_pid" 2>/dev/null
+wait "$bw_pid" 2>/dev/null
 set -e
 t1=$(date +%s.%N)
+
+# boot_again WHY: say so, and run this script again with the same arguments
+# (once: SQCQ_VM_BOOT_RETRY).
+boot_again() {
+	sqcq_log "kernel $abi $1; booting once more"
+	[ "${SQCQ_VM_KEEP:-0}" = 1 ] || rm -rf "$work"
+	trap - EXIT
+	SQCQ_VM_BOOT_RETRY=1 exec "$here/run.sh" "${orig_args[@]}"
+}
+# Both only before COMMAND started, and once (SQCQ_VM_BOOT_RETRY).
+if [ ! -f "$ctl/rc" ] && [ ! -e "$ctl/uptime-start" ] && [ "${SQCQ_VM_BOOT_RETRY:-0}" = 0 ]; then
+	# A VM whose console stayed silent (boot_watch).
+	if [ -s "$work/boot-stall" ]; then
+		boot_again "stalled while booting, before COMMAND (console silent for $(cat "$work/boot-stall") s)"
+	fi
+	# A kernel that died while it booted with a report that says "Not
+	# tainted" (a module of ours taints it O when it loads) did so without
+	# anything under test; a second such death is a failure as usual. Seen
+	# once: an int3 Oops in the scheduler of a 7.2 kernel 0.7 s into its
+	# boot under TCG (2026-12-01).
+	if [ "$qrc" = 0 ] && [ ! -s "$work/kvm-error" ] &&
+		grep -aq 'Not tainted' "$work/console.log" 2>/dev/null &&
+		boot_report=$(grep -a -m 1 -E "$SQCQ_VM_LOG_BAD" "$work/console.log"); then
+		boot_again "died while booting, before COMMAND, untainted (${boot_report//$'\r'/})"
+	fi
+fi
 
 # ---- verdict -----------------------------------------------------------------
 rc=""
@@ -250,6 +320,10 @@ elif [ "$qrc" = 124 ] || [ "$qrc" = 137 ]; then
 	reason="timeout after ${timeout_s}s"
 	echo "FAIL: vm-timeout (QEMU killed after ${timeout_s}s, kernel $abi)"
 	rc=124
+elif [ -s "$work/boot-stall" ] && [ -z "$rc" ]; then
+	reason="stalled while booting: console silent for $(cat "$work/boot-stall") s before COMMAND"
+	echo "FAIL: vm-boot ($reason, kernel $abi)"
+	rc=125
 elif [ -z "$rc" ]; then
 	reason="VM exited (QEMU status $qrc) without COMMAND's status"
 	echo "FAIL: vm-boot ($reason, kernel $abi)"
@@ -285,6 +359,16 @@ if [ -n "$reason" ] || [ "$rc" != 0 ]; then
 	echo "---- last kernel log lines (kernel $abi, $(basename "$log")) ----"
 	tail -n 50 "$log"
 	echo "----"
+	# The first report whole (an oops' registers and call trace), which
+	# the last lines may have scrolled past.
+	for f in "$log" "$work/console.log"; do
+		n=$(grep -anE -m 1 "$SQCQ_VM_LOG_BAD" "$f" 2>/dev/null | cut -d: -f1) || true
+		[ -n "$n" ] || continue
+		echo "---- first report (kernel $abi, $(basename "$f"), line $n) ----"
+		sed -n "$((n > 5 ? n - 5 : 1)),$((n + 45))p" "$f"
+		echo "----"
+		break
+	done
 fi
 started=$(cat "$ctl/uptime-start" 2>/dev/null || echo "?")
 sqcq_log "kernel $abi (L$depth, $accel): command started at ${started}s guest uptime;" \

@@ -15,6 +15,12 @@
 #                 /proc/sys/kernel/tainted), make run.sh fail with
 #                 "FAIL: vm-kernel-log" although the command succeeded
 #   timeout       a command that hangs is killed after --timeout: status 124
+#   boot-retry    a kernel that panics while booting (no init), untainted,
+#                 before COMMAND: booted once more (one line says so), then
+#                 "FAIL: vm-boot", status 125
+#   boot-stall    a VM whose console stays silent before COMMAND (QEMU
+#                 started paused) is ended after SQCQ_VM_BOOT_STALL_S,
+#                 booted once more, then "FAIL: vm-boot (stalled ...)", 125
 #   nested        a 6.1 L1 runs tests/vm/nested.sh: an L2 guest boots, runs a
 #                 command, returns its status (5) and a file via L1 to here
 #
@@ -146,6 +152,24 @@ t_timeout() {
 	expect "FAIL: vm-timeout printed" grep -q '^FAIL: vm-timeout' <<<"$out"
 }
 
+t_boot_retry() {
+	local st=0 out
+	out=$("$run" --timeout 120 --append "rdinit=/sqcq-no-such-init" -- true 2>&1) || st=$?
+	echo "$out"
+	expect "status 125 (got $st)" [ "$st" = 125 ]
+	expect "exactly one second boot" [ "$(grep -c 'died while booting, before COMMAND, untainted' <<<"$out")" = 1 ]
+	expect "FAIL: vm-boot printed once" [ "$(grep -c '^FAIL: vm-boot' <<<"$out")" = 1 ]
+}
+
+t_boot_stall() {
+	local st=0 out
+	out=$(SQCQ_VM_BOOT_STALL_S=15 "$run" --timeout 120 --qemu-arg -S -- true 2>&1) || st=$?
+	echo "$out"
+	expect "status 125 (got $st)" [ "$st" = 125 ]
+	expect "exactly one second boot" [ "$(grep -c 'stalled while booting, before COMMAND' <<<"$out")" = 1 ]
+	expect "FAIL: vm-boot (stalled ...) printed once" [ "$(grep -c '^FAIL: vm-boot (stalled while booting' <<<"$out")" = 1 ]
+}
+
 # A working directory under the host's /tmp (CI may clone there) must stay
 # visible although the guest mounts its own tmpfs on /tmp.
 t_cwd_tmp() {
@@ -175,7 +199,7 @@ t_nested() {
 	expect "L2 file came back" [ "$(cat "$out/l2/uname" 2>/dev/null)" = "$(cat "$SQCQ_CACHE/kimage/$(sqcq_vm_resolve_abi 6.1)/kver")" ]
 }
 
-all="log-parser boot-6.1 boot-7.2 exit-status dirty-log timeout cwd-tmp nested"
+all="log-parser boot-6.1 boot-7.2 exit-status dirty-log timeout boot-retry boot-stall cwd-tmp nested"
 sqcq_vm_install_deps
 # shellcheck disable=SC2086 # a list of names
 [ $# -gt 0 ] || set -- $all
@@ -187,6 +211,8 @@ for t in "$@"; do
 	exit-status) check "$t" t_exit_status ;;
 	dirty-log) check "$t" t_dirty_log ;;
 	timeout) check "$t" t_timeout ;;
+	boot-retry) check "$t" t_boot_retry ;;
+	boot-stall) check "$t" t_boot_stall ;;
 	cwd-tmp) check "$t" t_cwd_tmp ;;
 	nested) check "$t" t_nested ;;
 	*) sqcq_die "unknown test $t (known: $all)" ;;
