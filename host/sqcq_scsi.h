@@ -54,6 +54,15 @@ struct vhost_scsi {
 	struct rw_semaphore ep_rwsem;
 	struct vhost_scsi_tpg *tpgs[SQCQ_MAX_TARGETS];
 	bool ep_set;
+	/*
+	 * CLEAR_ENDPOINT unbound the targets: until SET_ENDPOINT binds them
+	 * again (or the owner resets the device), the request and control
+	 * queues leave what the guest publishes in their rings.  QEMU
+	 * clears before it stops the rings at a VM stop and starts them
+	 * before it binds again at cont; GET/SET_VRING_BASE then carry
+	 * those requests across.  A device never bound answers BAD_TARGET.
+	 */
+	bool ep_paused;
 	char ep_wwpn[224];
 
 	/* Requests handed to the target core and not yet finished. */

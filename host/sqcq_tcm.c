@@ -1087,13 +1087,14 @@ static void vhost_scsi_tpg_set_vs(struct vhost_scsi_tpg *tpg, struct vhost_scsi 
  * The TPGs stay bound to @s (tpg->vs) until step 2, so neither another
  * device nor configfs can take them while requests still use them.
  */
-static void vhost_scsi_endpoint_close(struct vhost_scsi *s)
+static void vhost_scsi_endpoint_close(struct vhost_scsi *s, bool pause)
 {
 	lockdep_assert_held(&vhost_scsi_mutex);
 	/* Waits for a worker batch in progress; later batches see none. */
 	down_write(&s->ep_rwsem);
 	memset(s->tpgs, 0, sizeof(s->tpgs));
 	s->ep_set = false;
+	s->ep_paused = pause;
 	s->ep_wwpn[0] = '\0';
 	up_write(&s->ep_rwsem);
 }
@@ -1210,6 +1211,7 @@ int vhost_scsi_set_endpoint(struct vhost_scsi *s, const struct vhost_scsi_target
 	}
 	if (!ret) {
 		s->ep_set = true;
+		s->ep_paused = false;
 		strscpy(s->ep_wwpn, t->vhost_wwpn, sizeof(s->ep_wwpn));
 	}
 	up_write(&s->ep_rwsem);
@@ -1222,9 +1224,9 @@ int vhost_scsi_set_endpoint(struct vhost_scsi *s, const struct vhost_scsi_target
 	}
 	vhost_lifecycle_log(KERN_INFO, "dev%d: endpoint %s bound (%d target%s)\n",
 			    s->id, s->ep_wwpn, n, n == 1 ? "" : "s");
-	/* Requests may have waited for the targets. */
-	for (i = SQCQ_FIRST_REQ_VQ; i < s->vdev.nvqs; i++)
-		if (READ_ONCE(s->vdev.vqs[i].running))
+	/* Requests may have waited for the targets (ep_paused). */
+	for (i = SQCQ_CTRL_VQ; i < s->vdev.nvqs; i++)
+		if (i != SQCQ_EVT_VQ && READ_ONCE(s->vdev.vqs[i].running))
 			vhost_vq_queue_work(&s->vdev.vqs[i]);
 	return 0;
 }
@@ -1244,7 +1246,7 @@ int vhost_scsi_clear_endpoint(struct vhost_scsi *s, const struct vhost_scsi_targ
 		mutex_unlock(&vhost_scsi_mutex);
 		return -EINVAL;
 	}
-	vhost_scsi_endpoint_close(s);
+	vhost_scsi_endpoint_close(s, true);
 	mutex_unlock(&vhost_scsi_mutex);
 	/*
 	 * SQ/CQ ends after ep_set is clear: a setup request served after
@@ -1265,7 +1267,9 @@ void vhost_scsi_drop_endpoint(struct vhost_scsi *s)
 	mutex_lock(&vhost_scsi_mutex);
 	bound = s->ep_set;
 	if (bound)
-		vhost_scsi_endpoint_close(s);
+		vhost_scsi_endpoint_close(s, false);
+	else
+		s->ep_paused = false;	/* rings stopped: nothing serves */
 	mutex_unlock(&vhost_scsi_mutex);
 	if (bound)
 		vhost_scsi_endpoint_release(s);

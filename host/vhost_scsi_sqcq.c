@@ -251,8 +251,10 @@ static void vhost_scsi_handle_vq(struct vhost_vq *vq)
 	}
 	/* The target table stays as it is for the whole batch. */
 	down_read(&s->ep_rwsem);
-	vhost_vq_serve_sync(vq, vq->index == SQCQ_CTRL_VQ ? vhost_scsi_ctrl_one :
-			   vhost_scsi_cmd_one);
+	/* Paused: left in the ring for SET_ENDPOINT, which queues us. */
+	if (!s->ep_paused)
+		vhost_vq_serve_sync(vq, vq->index == SQCQ_CTRL_VQ ?
+				    vhost_scsi_ctrl_one : vhost_scsi_cmd_one);
 	up_read(&s->ep_rwsem);
 }
 
