@@ -453,11 +453,16 @@ if [ "$VIA" = libvirt ]; then
 		>"$bdir/run.log" 2>&1 &
 	bpid=$!
 	if wait_for 400 test -e "$bdir/busy"; then
+		# The marker comes before fio, which L2 loads over 9p: wait up
+		# to 60 s for its commands (3 s were too few once).
 		lio_cmds
-		n0=$REPLY
-		sleep 3
-		lio_cmds
-		n1=$REPLY
+		n0=$REPLY n1=$REPLY
+		for _ in $(seq 60); do
+			sleep 1
+			lio_cmds
+			n1=$REPLY
+			[ "$n1" -gt $((n0 + 16)) ] && break
+		done
 		check "virsh destroy under I/O: I/O flows before ($n0 -> $n1 commands)" [ "$n1" -gt "$n0" ]
 		check "virsh destroy under I/O: destroyed" virsh -q destroy sqcq-busy
 	else
