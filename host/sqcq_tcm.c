@@ -1083,7 +1083,8 @@ static void vhost_scsi_tpg_set_vs(struct vhost_scsi_tpg *tpg, struct vhost_scsi 
 }
 
 /*
- * Unbinding, step 1 (vhost_scsi_mutex held): new requests find no target.
+ * Unbinding, step 1 (vhost_scsi_mutex held): new requests find no target,
+ * or, with @pause (CLEAR_ENDPOINT), stay in the rings (ep_paused).
  * The TPGs stay bound to @s (tpg->vs) until step 2, so neither another
  * device nor configfs can take them while requests still use them.
  */
@@ -1266,10 +1267,8 @@ void vhost_scsi_drop_endpoint(struct vhost_scsi *s)
 
 	mutex_lock(&vhost_scsi_mutex);
 	bound = s->ep_set;
-	if (bound)
-		vhost_scsi_endpoint_close(s, false);
-	else
-		s->ep_paused = false;	/* rings stopped: nothing serves */
+	/* Also ends a pause (CLEAR_ENDPOINT before the reset). */
+	vhost_scsi_endpoint_close(s, false);
 	mutex_unlock(&vhost_scsi_mutex);
 	if (bound)
 		vhost_scsi_endpoint_release(s);
