@@ -232,14 +232,17 @@ kvm_error_watch() {
 }
 
 # boot_watch: COMMAND has not started and the kernel console has been
-# silent for SQCQ_VM_BOOT_STALL_S (default 300 s, or half the VM's --timeout
-# when that is shorter) s: the VM hung while booting (seen under TCG:
+# silent for SQCQ_VM_BOOT_STALL_S (default 120 s for an L1, whose boot
+# prints within seconds even on the sanitizer kernel; 300 s for a nested
+# guest; or half the VM's --timeout when that is shorter) s: the VM hung
+# while booting (a fuzz stage run lost 300 s so on 2026-12-02) (seen under TCG:
 # SeaBIOS hung after an early reset, 2026-12-01; a 300 s VM of the
 # sanitizer self-test hung so twice in a row, each time until its timeout
 # came first). End QEMU and note it (the retry below). It holds none of
 # the caller's descriptors (a vhostfd must close with QEMU).
 boot_watch() {
 	local fd size=-1 s last now limit=${SQCQ_VM_BOOT_STALL_S:-300}
+	[ -n "${SQCQ_VM_BOOT_STALL_S:-}" ] || [ "$depth" != 1 ] || limit=120
 	[ -n "${SQCQ_VM_BOOT_STALL_S:-}" ] || [ "$limit" -le $((timeout_s / 2)) ] ||
 		limit=$((timeout_s / 2))
 	for fd in /proc/$BASHPID/fd/*; do
