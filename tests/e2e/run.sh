@@ -237,7 +237,7 @@ attempt() {
 			--env "E2E_GUEST_PARAMS=${E2E_GUEST_PARAMS:-}" \
 			--env "E2E_HOST_PARAMS=$host_params" --env "E2E_RESET=${E2E_RESET:-1}" \
 			--env "E2E_RTHOG=${E2E_RTHOG:-1}" --env "E2E_VIOMMU=${E2E_VIOMMU:-1}" \
-			--env "E2E_POLL_PHASES=${E2E_POLL_PHASES:-1}" --env "E2E_L2_VIA=$via" \
+			--env "E2E_POLL_PHASES=${E2E_POLL_PHASES:-1}" --env "E2E_GUEST_HOG=${E2E_GUEST_HOG:-1}" --env "E2E_L2_VIA=$via" \
 			--env "E2E_L2_SMP=${E2E_L2_SMP:-1}" --env "E2E_L2_STALL_S=${E2E_L2_STALL_S:-180}" \
 			--env "E2E_L2_SCRIPT=${E2E_L2_SCRIPT:-tests/e2e/l2.sh}" \
 			--env "E2E_L2_QEMU_SUITE=$l2_qemu" --env "E2E_L2_QEMU=$l2_qemu_cmd" \
