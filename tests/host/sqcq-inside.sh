@@ -58,6 +58,24 @@ dbg_vq() {
 }
 
 mountpoint -q /sys/kernel/debug || mount -t debugfs none /sys/kernel/debug
+# The VM's cgroup of 4d is made now, while nothing else runs, and kept to
+# the end: its cpu and memory controllers and its first cpu.max quota
+# switch static keys, and the kernel patches the code of those branches
+# live (enqueue_task_fair among them).  Done between two loaded sections,
+# the guest once oopsed there, on both CPUs at once (int3 in
+# enqueue_task_fair, 7.2 under TCG).
+CG=/sys/fs/cgroup
+VMCG=$CG/sqcq-vm
+vmcg=none
+if ! grep -qw cgroup2 /proc/filesystems; then
+	# The sanitizer kernel is built without cgroups (tests/debug/debug.config).
+	vmcg=unsupported
+elif { grep -qs "^[^ ]* $CG cgroup2 " /proc/mounts || mount -t cgroup2 none $CG; } &&
+	echo "+cpu +memory" >$CG/cgroup.subtree_control &&
+	mkdir -p $VMCG && echo "20000 100000" >$VMCG/cpu.max &&
+	echo $((512 << 20)) >$VMCG/memory.max; then
+	vmcg=ready
+fi
 modprobe target_core_mod || fail "modprobe target_core_mod"
 if ! insmod "$KO" poll_idle_us=20000; then
 	fail "insmod $KO"
@@ -521,15 +539,9 @@ fi
 # kthread attached to the client's cgroups), its CPU time, polling
 # included, must count in the cgroup's cpu.stat, and cpu.max must throttle
 # it: a worker outside would spin unthrottled, far above the cgroup's use.
-CG=/sys/fs/cgroup
-VMCG=$CG/sqcq-vm
-if ! grep -qw cgroup2 /proc/filesystems; then
-	# The sanitizer kernel is built without cgroups (tests/debug/debug.config).
+if [ $vmcg = unsupported ]; then
 	echo "# 4d (the worker in the VM's cgroup): not run on $(uname -r): no cgroup support"
-elif { grep -qs "^[^ ]* $CG cgroup2 " /proc/mounts || mount -t cgroup2 none $CG; } &&
-	echo "+cpu +memory" >$CG/cgroup.subtree_control &&
-	mkdir -p $VMCG && echo "20000 100000" >$VMCG/cpu.max &&
-	echo $((512 << 20)) >$VMCG/memory.max; then
+elif [ $vmcg = ready ]; then
 	echo 200000 >$P/poll_idle_us
 	# shellcheck disable=SC2016
 	sh -c 'echo $$ >'"$VMCG"'/cgroup.procs && exec "$0" "$@"' "$CLIENT" \
@@ -568,7 +580,8 @@ elif { grep -qs "^[^ ]* $CG cgroup2 " /proc/mounts || mount -t cgroup2 none $CG;
 	res=$(grep '^ios=' /tmp/sqcq-cg.out)
 	check "in a cgroup: verify (rc $rc, $res)" [ $rc = 0 -a "$(field errors "$res")" = 0 ]
 	echo 20000 >$P/poll_idle_us
-	wait_for 10 rmdir $VMCG || fail "VM cgroup removed after the client exited"
+	wait_for 10 [ "$(cat $VMCG/cgroup.procs)" = "" ] ||
+		fail "VM cgroup empty after the client exited ($(cat $VMCG/cgroup.procs | tr '\n' ' '))"
 else
 	fail "a cgroup for the VM (cgroup2 with the cpu and memory controllers)"
 fi
@@ -601,5 +614,6 @@ echo NULL >$C/vhost_sqcq/$W/tpgt_1/nexus
 rmdir $C/vhost_sqcq/$W/tpgt_1/lun/lun_0 $C/vhost_sqcq/$W/tpgt_1 \
 	$C/vhost_sqcq/$W $C/vhost_sqcq
 rmdir $C/core/rd_mcp_0/sq $C/core/rd_mcp_0
+[ $vmcg = ready ] && { rmdir $VMCG || fail "VM cgroup removed at the end"; }
 rmmod $MOD && pass "rmmod" || fail "rmmod"
 exit $((fails > 0))
