@@ -115,6 +115,32 @@ fio_verify() {
 job_ok() { [ "${JOB_OK[$1]:-0}" = 1 ]; }
 fio_gone() { ! kill -0 "$1" 2>/dev/null; }
 
+# load_started WHAT PID DISK N: wait until fio PID has moved N I/Os on DISK.
+# fio's binary comes over 9p: in an L2 under TCG in TCG it once took more
+# than the minute these phases used to wait, and they then sampled no
+# load at all.  Waits up to 300 s while fio lives; when the load never
+# comes, one FAIL line for WHAT says what was seen (fio ended, fio never
+# opened DISK, or DISK open and no I/O moving) and the caller leaves out
+# the checks that need the load.
+load_started() {
+	local what=$1 pid=$2 disk=$3 n=$4 base why
+	ios "$disk"
+	base=$REPLY
+	moved() { ios "$disk"; [ "$REPLY" -ge $((base + n)) ] || fio_gone "$pid"; }
+	wait_for 300 moved
+	ios "$disk"
+	[ "$REPLY" -ge $((base + n)) ] && return 0
+	if fio_gone "$pid"; then
+		why="fio ended"
+	elif find /proc/[0-9]*/fd -lname "$disk" 2>/dev/null | grep -q .; then
+		why="$disk open, no I/O moving"
+	else
+		why="fio never opened $disk"
+	fi
+	fail "$what: fio's load never came ($base -> $REPLY I/Os; $why)"
+	return 1
+}
+
 # ask_l1 WHAT: hand a request to L1 (hotplug-WHAT.req) and wait for its
 # answer (hotplug-WHAT.done: "ok" or why it failed).
 ask_l1() {
@@ -260,34 +286,33 @@ if [ "$GUEST" = sqcq ] && [ "$E2E_HOST" != intree ] && [ -n "$DISK_A" ] &&
 		--ioengine=libaio --direct=1 --rw=randrw --bs=4k --iodepth=8 \
 		--time_based --runtime=18 --size=16m >/dev/null 2>&1 &
 	fpid=$!
-	# The load first (fio takes long to start in L2 on a sanitizer L1:
-	# its binary comes over two levels of 9p), then the change.
-	ios "$DISK_A"
-	r0=$REPLY
-	under_load() { ios "$DISK_A"; [ "$REPLY" -gt $((r0 + 100)) ]; }
-	wait_for 60 under_load
-	echo 0 >"$par"
-	dbg_value "$d" poll_sleeps
-	s0=$REPLY
-	ios "$DISK_A"
-	r1=$REPLY
-	nap 3
-	dbg_value "$d" poll_sleeps
-	s1=$REPLY
-	ios "$DISK_A"
-	check "runtime poll_idle_us=0 under load: the guest poller sleeps ($s0 -> $s1; I/Os $r0 -> $r1 -> $REPLY)" [ "$s1" -gt "$s0" ]
-	echo 1000000 >"$par"
-	nap 1
-	# Idle sleeps only: with fio on L2's one vCPU the poller also sleeps
-	# whenever fio wants the CPU (contended), whatever the window.
-	dbg_value "$d" poll_sleeps_idle
-	s2=$REPLY
-	nap 3
-	dbg_value "$d" poll_sleeps_idle
-	s3=$REPLY
-	# A hiccup of the emulator longer than 1 s may let one sleep through.
-	check "runtime poll_idle_us=1000000 under load: it (almost) stops sleeping idle ($s2 -> $s3)" \
-		[ $((s3 - s2)) -le $(((s1 - s0) / 10)) ]
+	# The load first, then the change.
+	if load_started "runtime poll_idle_us" "$fpid" "$DISK_A" 100; then
+		ios "$DISK_A"
+		r0=$REPLY
+		echo 0 >"$par"
+		dbg_value "$d" poll_sleeps
+		s0=$REPLY
+		ios "$DISK_A"
+		r1=$REPLY
+		nap 3
+		dbg_value "$d" poll_sleeps
+		s1=$REPLY
+		ios "$DISK_A"
+		check "runtime poll_idle_us=0 under load: the guest poller sleeps ($s0 -> $s1; I/Os $r0 -> $r1 -> $REPLY)" [ "$s1" -gt "$s0" ]
+		echo 1000000 >"$par"
+		nap 1
+		# Idle sleeps only: with fio on L2's one vCPU the poller also sleeps
+		# whenever fio wants the CPU (contended), whatever the window.
+		dbg_value "$d" poll_sleeps_idle
+		s2=$REPLY
+		nap 3
+		dbg_value "$d" poll_sleeps_idle
+		s3=$REPLY
+		# A hiccup of the emulator longer than 1 s may let one sleep through.
+		check "runtime poll_idle_us=1000000 under load: it (almost) stops sleeping idle ($s2 -> $s3)" \
+			[ $((s3 - s2)) -le $(((s1 - s0) / 10)) ]
+	fi
 	wait "$fpid"
 	st=$?
 	check "runtime poll_idle_us changes under load: fio ok (status $st)" [ "$st" = 0 ]
@@ -328,10 +353,11 @@ rt_hog() {
 		--bs=4k --iodepth=8 --time_based --runtime=25 --size=16m \
 		>/dev/null 2>&1 &
 	fpid=$!
-	ios "$DISK_A"
-	a=$REPLY
-	under_load() { ios "$DISK_A"; [ "$REPLY" -gt $((a + 100)) ]; }
-	wait_for 60 under_load
+	if ! load_started "rt-hog $mode" "$fpid" "$DISK_A" 100; then
+		kill "$fpid" 2>/dev/null
+		wait "$fpid"
+		return
+	fi
 	echo -1 >/proc/sys/kernel/sched_rt_runtime_us
 	# A SCHED_FIFO 70 shell starts the loops (FIFO 50, one per CPU),
 	# reads the I/O count and the poll thread's CPU ticks before and after
@@ -428,47 +454,45 @@ if [ "$GUEST" = sqcq ] && [ "$E2E_HOST" != intree ] && [ -n "$DISK_A" ] &&
 		fpid=$!
 		# 30 s: an L2 under TCG in TCG needs seconds for the 50 I/Os below;
 		# with 10 s, fio once ended before the hog's 5 s did (no I/O moved).
-		ios "$DISK_A"
-		a=$REPLY
-		under_load() { ios "$DISK_A"; [ "$REPLY" -gt $((a + 50)) ]; }
-		wait_for 60 under_load
-		# wd: WS WW WY = the watchdog's starts, the wakeups and the yields,
-		# from one read of the info file (one snapshot: read separately, the
-		# counters moved by dozens in between).
-		wd() {
-			local info k v
-			read -r -d '' info <"$d/info"
-			WS=0 WW=0 WY=0
-			while read -r k v; do
-				case $k in
-				poll_watchdog_starts:) WS=$v ;;
-				poll_wakeups:) WW=$v ;;
-				poll_yields:) WY=$v ;;
-				esac
-			done <<<"$info"
-		}
-		dbg_value "$d" poll_sleeps_contended
-		c0=$REPLY
-		wd
-		ws0=$WS ww0=$WW wy0=$WY
-		ios "$DISK_A"
-		a=$REPLY
-		bash -c 'while :; do :; done' &
-		hog=$!
-		nap 5
-		kill "$hog"
-		fio_alive=yes
-		kill -0 "$fpid" 2>/dev/null || fio_alive="no: its 30 s ended first"
-		dbg_value "$d" poll_sleeps_contended
-		c1=$REPLY
-		wd
-		ios "$DISK_A"
-		check "guest poller beside a CPU hog sleeps contended ($c0 -> $c1), I/O goes on ($a -> $REPLY; fio still running: $fio_alive)" \
-			[ "${c1:-0}" -gt "${c0:-0}" -a "$REPLY" -gt "$a" ]
-		# The starvation watchdog is started once per wakeup, not per yield
-		# (each start is a VM exit: the APIC timer is reprogrammed).
-		check "guest watchdog started once per wakeup, not per yield (starts +$((WS - ws0)), wakeups +$((WW - ww0)), yields +$((WY - wy0)))" \
-			[ $((WS - ws0)) -le $((WW - ww0 + 1)) ]
+		if load_started "guest poller beside a CPU hog" "$fpid" "$DISK_A" 50; then
+			# wd: WS WW WY = the watchdog's starts, the wakeups and the yields,
+			# from one read of the info file (one snapshot: read separately, the
+			# counters moved by dozens in between).
+			wd() {
+				local info k v
+				read -r -d '' info <"$d/info"
+				WS=0 WW=0 WY=0
+				while read -r k v; do
+					case $k in
+					poll_watchdog_starts:) WS=$v ;;
+					poll_wakeups:) WW=$v ;;
+					poll_yields:) WY=$v ;;
+					esac
+				done <<<"$info"
+			}
+			dbg_value "$d" poll_sleeps_contended
+			c0=$REPLY
+			wd
+			ws0=$WS ww0=$WW wy0=$WY
+			ios "$DISK_A"
+			a=$REPLY
+			bash -c 'while :; do :; done' &
+			hog=$!
+			nap 5
+			kill "$hog"
+			fio_alive=yes
+			kill -0 "$fpid" 2>/dev/null || fio_alive="no: its 30 s ended first"
+			dbg_value "$d" poll_sleeps_contended
+			c1=$REPLY
+			wd
+			ios "$DISK_A"
+			check "guest poller beside a CPU hog sleeps contended ($c0 -> $c1), I/O goes on ($a -> $REPLY; fio still running: $fio_alive)" \
+				[ "${c1:-0}" -gt "${c0:-0}" -a "$REPLY" -gt "$a" ]
+			# The starvation watchdog is started once per wakeup, not per yield
+			# (each start is a VM exit: the APIC timer is reprogrammed).
+			check "guest watchdog started once per wakeup, not per yield (starts +$((WS - ws0)), wakeups +$((WW - ww0)), yields +$((WY - wy0)))" \
+				[ $((WS - ws0)) -le $((WW - ww0 + 1)) ]
+		fi
 		wait "$fpid"
 		st=$?
 		check "guest poller policy: fio ok (status $st)" [ "$st" = 0 ]
@@ -486,11 +510,10 @@ if [ "$GUEST" = sqcq ] && [ -n "$DISK_A" ] && [ "${E2E_RESET:-1}" = 1 ]; then
 		--ioengine=libaio --direct=1 --rw=randrw --bs=4k --iodepth=16 \
 		--time_based --runtime=120 --size=16m >/dev/null 2>&1 &
 	fpid=$!
-	# Wait until the load is really on the device.
+	# The load really on the device first; the reset goes on without.
 	ios "$DISK_A"
 	r0=$REPLY
-	under_load() { ios "$DISK_A"; [ "$REPLY" -gt $((r0 + 200)) ]; }
-	wait_for 60 under_load
+	load_started "reset-under-load" "$fpid" "$DISK_A" 200
 	ios "$DISK_A"
 	log "device reset with fio running ($((REPLY - r0)) I/Os so far)"
 	if rebind_a; then
