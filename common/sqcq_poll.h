@@ -56,6 +56,36 @@ static inline __u64 sqcq_poll_window_next(__u64 cur_ns, __u64 idle_ns,
 	return next > ceil_ns ? ceil_ns : next;
 }
 
+/**
+ * sqcq_poll_wake_pays() - whether a notification should wake a sleeping poller
+ * @cur_ns: the poller's window now
+ * @gap_ns: from the last work to the work this notification brings
+ * @ceil_ns: the ceiling, poll_idle_us in ns
+ * @next_ns: set to the window from now on
+ *
+ * For a notification whose handler completes the work itself (the guest's
+ * queue interrupt): a poller whose window fell to 0 found that polling did
+ * not pay, and waking it would only add a context switch, and an IPI when
+ * it sleeps on another CPU, to work already done.  As halt polling starts
+ * again from 0, a gap within the ceiling says a window would have caught
+ * this work: the window starts over from SQCQ_POLL_WINDOW_MIN_NS and the
+ * poller is woken.
+ *
+ * Return: true when the poller is to be woken.
+ */
+static inline bool sqcq_poll_wake_pays(__u64 cur_ns, __u64 gap_ns,
+				       __u64 ceil_ns, __u64 *next_ns)
+{
+	*next_ns = cur_ns;
+	if (cur_ns)
+		return true;
+	if (!ceil_ns || gap_ns > ceil_ns)
+		return false;
+	*next_ns = ceil_ns < SQCQ_POLL_WINDOW_MIN_NS ? ceil_ns :
+						       SQCQ_POLL_WINDOW_MIN_NS;
+	return true;
+}
+
 /* Why a poller went to sleep (debugfs counters). */
 enum sqcq_sleep_reason {
 	SQCQ_SLEEP_IDLE,	/* no work for a whole window */

@@ -231,6 +231,13 @@ struct virtscsi_dev {
 	bool poll_spinning, poll_rescued, wd_armed;
 	u64 poll_yields, poll_rescues, poll_wd_starts;	/* racy reads */
 	u64 poll_window_ns;		/* adaptive idle window, racy reads */
+	/*
+	 * The last work seen, by the poll thread or by an interrupt that left
+	 * it asleep (virtscsi_poll_wake()); interrupts that did: poll_irq_only.
+	 * Heuristics written from several CPUs: a lost update only moves a
+	 * window.
+	 */
+	u64 poll_last_ns, poll_irq_only;
 	u64 poll_sleep_why[SQCQ_SLEEP_NR];	/* sleeps by reason, ditto */
 	u16 host_nthreads;
 	u32 host_idle_us;
@@ -532,6 +539,8 @@ static void virtscsi_event_cb(struct virtqueue *vq)
 	virtscsi_vq_drain(&virtscsi_vq_to_dev(vq)->event, SQCQ_SRC_IRQ);
 }
 
+static void virtscsi_poll_wake(struct virtscsi_dev *dev);
+
 static void virtscsi_req_cb(struct virtqueue *vq)
 {
 	struct virtscsi_dev *dev = virtscsi_vq_to_dev(vq);
@@ -550,12 +559,13 @@ static void virtscsi_req_cb(struct virtqueue *vq)
 	}
 	/*
 	 * SQ/CQ: an interrupt means the poll thread published CQ NEED_WAKEUP
-	 * and sleeps (or is about to): wake it.  The task stays referenced
-	 * until the rings are gone (virtscsi_sqcq_stop()); poll_wake is cleared
-	 * before it is stopped, and a wakeup racing with that is harmless.
+	 * and sleeps (or is about to): wake it if polling pays.  The task
+	 * stays referenced until the rings are gone (virtscsi_sqcq_stop());
+	 * poll_wake is cleared before it is stopped, and a wakeup racing with
+	 * that is harmless.
 	 */
 	if (READ_ONCE(dev->poll_wake))
-		wake_up_process(dev->poller);
+		virtscsi_poll_wake(dev);
 }
 
 /* ------------------------------------------------------------------ */
@@ -1503,6 +1513,36 @@ static void virtscsi_poll_request_irqs(struct virtscsi_dev *dev)
 }
 
 /*
+ * A queue interrupt, its completions done: wake the sleeping poll thread
+ * unless its window fell to 0 and this completion came later than
+ * poll_idle_us after the last work (sqcq_poll_wake_pays()).  Such a thread
+ * stays asleep and the CQs keep asking for interrupts: completions come as
+ * in classic mode, without a thread switch each.  Interrupt context.
+ */
+static void virtscsi_poll_wake(struct virtscsi_dev *dev)
+{
+	u64 now = ktime_get_ns(), last = READ_ONCE(dev->poll_last_ns), win;
+	bool wake;
+
+	wake = sqcq_poll_wake_pays(sqcq_poll_window(READ_ONCE(dev->poll_window_ns)),
+				   now > last ? now - last : 0,
+				   sqcq_poll_ceil_ns(), &win);
+	if (!wake) {
+		/* The next gap counts from this work. */
+		WRITE_ONCE(dev->poll_last_ns, now);
+		WRITE_ONCE(dev->poll_irq_only, dev->poll_irq_only + 1);
+		return;
+	}
+	/*
+	 * Woken, the thread finds this work on the CQ doorbell and measures
+	 * the gap itself, from poll_last_ns.
+	 */
+	if (READ_ONCE(sqcq_poll_adaptive))
+		WRITE_ONCE(dev->poll_window_ns, win);
+	wake_up_process(dev->poller);
+}
+
+/*
  * The poll thread runs at normal priority: an RT task, or any preemption
  * on a fully preemptible kernel, can keep it off the CPU while the CQs ask
  * for no interrupts, and completions would wait for it.  This hard-irq
@@ -1598,6 +1638,7 @@ static int virtscsi_poll_fn(void *data)
 	dev->wd_armed = false;
 	dev->poll_bound_gen = atomic_read(&sqcq_poll_cpu_gen) - 1;
 	WRITE_ONCE(dev->poll_window_ns, sqcq_poll_window_start());
+	WRITE_ONCE(dev->poll_last_ns, last);
 	virtscsi_poll_awake(dev);
 	while (!kthread_should_stop()) {
 		WRITE_ONCE(dev->poll_passes, dev->poll_passes + 1);
@@ -1612,8 +1653,10 @@ static int virtscsi_poll_fn(void *data)
 		if (unlikely(stopped))
 			break;
 		now = ktime_get_ns();
-		if (work)
+		if (work) {
 			sqcq_poll_work_at(&dev->poll_window_ns, &last, now);
+			WRITE_ONCE(dev->poll_last_ns, last);
+		}
 		step = sqcq_poll_decide(work,
 					need_resched() || !single_task_running(),
 					step == SQCQ_POLL_YIELD,
@@ -1653,6 +1696,8 @@ static int virtscsi_poll_fn(void *data)
 		WRITE_ONCE(dev->poll_sleep_why[why], dev->poll_sleep_why[why] + 1);
 		schedule();
 		WRITE_ONCE(dev->poll_wakeups, dev->poll_wakeups + 1);
+		/* Work the interrupts completed meanwhile counts. */
+		last = max(last, READ_ONCE(dev->poll_last_ns));
 		virtscsi_poll_awake(dev);
 	}
 	WRITE_ONCE(dev->poll_spinning, false);
@@ -2165,6 +2210,7 @@ static int virtscsi_info_show(struct seq_file *m, void *v)
 		   READ_ONCE(dev->poll_wake) ? "running" : "none");
 	seq_printf(m, "poll_sleeps: %llu\n", READ_ONCE(dev->poll_sleeps));
 	seq_printf(m, "poll_wakeups: %llu\n", READ_ONCE(dev->poll_wakeups));
+	seq_printf(m, "poll_irq_only: %llu\n", READ_ONCE(dev->poll_irq_only));
 	seq_printf(m, "poll_yields: %llu\n", READ_ONCE(dev->poll_yields));
 	seq_printf(m, "poll_rescues: %llu\n", READ_ONCE(dev->poll_rescues));
 	seq_printf(m, "poll_watchdog_starts: %llu\n", READ_ONCE(dev->poll_wd_starts));

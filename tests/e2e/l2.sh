@@ -271,10 +271,12 @@ rebind_a() {
 }
 
 # ---- 2b'. runtime poll_idle_us under load (SQ/CQ with our host) ------------
-# The guest poller reads poll_idle_us on every pass: with 0 it sleeps each
-# time a pass finds no completion (its sleep count grows under load), with
-# 1 s it does not sleep while the load lasts (poll_cpu is tested on the
-# host side, tests/host/sqcq-inside.sh: L2 has one vCPU).
+# The guest poller reads poll_idle_us on every pass and every interrupt:
+# with 0 it sleeps and the queue interrupts no longer wake it (they
+# complete the I/O themselves: poll_irq_only grows under load, its
+# wakeups do not), with 1 s an interrupt wakes it again and it (almost)
+# stops sleeping idle while the load lasts (poll_cpu is tested on the host
+# side, tests/host/sqcq-inside.sh: L2 has one vCPU).
 if [ "$GUEST" = sqcq ] && [ "$E2E_HOST" != intree ] && [ -n "$DISK_A" ] &&
 	[ "${E2E_POLL_PHASES:-1}" = 1 ] && vdev "$SLOT_A"; then
 	d=/sys/kernel/debug/virtio_scsi_sqcq/${REPLY##*/}
@@ -291,15 +293,22 @@ if [ "$GUEST" = sqcq ] && [ "$E2E_HOST" != intree ] && [ -n "$DISK_A" ] &&
 		ios "$DISK_A"
 		r0=$REPLY
 		echo 0 >"$par"
-		dbg_value "$d" poll_sleeps
-		s0=$REPLY
+		# At most one pass after the change: the thread is asleep.
+		nap 1
+		dbg_value "$d" poll_irq_only
+		i0=$REPLY
+		dbg_value "$d" poll_wakeups
+		w0=$REPLY
 		ios "$DISK_A"
 		r1=$REPLY
 		nap 3
-		dbg_value "$d" poll_sleeps
-		s1=$REPLY
+		dbg_value "$d" poll_irq_only
+		i1=$REPLY
+		dbg_value "$d" poll_wakeups
+		w1=$REPLY
 		ios "$DISK_A"
-		check "runtime poll_idle_us=0 under load: the guest poller sleeps ($s0 -> $s1; I/Os $r0 -> $r1 -> $REPLY)" [ "$s1" -gt "$s0" ]
+		check "runtime poll_idle_us=0 under load: the guest poller stays asleep, interrupts complete the I/O (interrupts that left it asleep $i0 -> $i1, wakeups $w0 -> $w1; I/Os $r0 -> $r1 -> $REPLY)" \
+			[ "$i1" -gt "$i0" -a $((w1 - w0)) -le 1 ]
 		echo 1000000 >"$par"
 		nap 1
 		# Idle sleeps only: with fio on L2's one vCPU the poller also sleeps
@@ -309,9 +318,10 @@ if [ "$GUEST" = sqcq ] && [ "$E2E_HOST" != intree ] && [ -n "$DISK_A" ] &&
 		nap 3
 		dbg_value "$d" poll_sleeps_idle
 		s3=$REPLY
-		# A hiccup of the emulator longer than 1 s may let one sleep through.
-		check "runtime poll_idle_us=1000000 under load: it (almost) stops sleeping idle ($s2 -> $s3)" \
-			[ $((s3 - s2)) -le $(((s1 - s0) / 10)) ]
+		# A hiccup of the emulator longer than 1 s may let one sleep
+		# through: at most a tenth of the interrupts it slept through at 0.
+		check "runtime poll_idle_us=1000000 under load: it polls again and (almost) stops sleeping idle ($s2 -> $s3; at 0: $((i1 - i0)) interrupts in 3 s)" \
+			[ $((s3 - s2)) -le $(((i1 - i0) / 10)) ]
 	fi
 	wait "$fpid"
 	st=$?

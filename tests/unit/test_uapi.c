@@ -867,6 +867,37 @@ TEST(poll_window_converges)
 	CHECK_EQ(w, 0ULL);
 }
 
+/* Which interrupts wake a sleeping poller (sqcq_poll_wake_pays()). */
+TEST(poll_wake_pays)
+{
+	unsigned long long next = 1;
+
+	/* A window: always, the window unchanged. */
+	CHECK(sqcq_poll_wake_pays(40000, 5 * CEIL, CEIL, &next));
+	CHECK_EQ(next, 40000ULL);
+	/* Window 0, work later than the ceiling: asleep, still 0. */
+	CHECK(!sqcq_poll_wake_pays(0, CEIL + 1, CEIL, &next));
+	CHECK_EQ(next, 0ULL);
+	/* Window 0, work within the ceiling: woken, from the minimum. */
+	CHECK(sqcq_poll_wake_pays(0, CEIL, CEIL, &next));
+	CHECK_EQ(next, MIN_W);
+	CHECK(sqcq_poll_wake_pays(0, 0, CEIL, &next));
+	CHECK_EQ(next, MIN_W);
+	/* A ceiling below the minimum caps the new window. */
+	CHECK(sqcq_poll_wake_pays(0, 100, 5000, &next));
+	CHECK_EQ(next, 5000ULL);
+	/* Ceiling 0 (poll_idle_us=0): never. */
+	CHECK(!sqcq_poll_wake_pays(0, 0, 0, &next));
+	CHECK_EQ(next, 0ULL);
+	/* Sparse completions keep a poller at 0 asleep; then steady ones
+	 * within the ceiling wake it and its window grows again. */
+	next = 0;
+	for (int i = 0; i < 10; i++)
+		CHECK(!sqcq_poll_wake_pays(next, 3 * CEIL, CEIL, &next));
+	CHECK(sqcq_poll_wake_pays(next, 150000, CEIL, &next));
+	CHECK_EQ(sqcq_poll_window_next(next, 150000, CEIL), 2 * MIN_W);
+}
+
 /* The step after a pass (sqcq_poll_decide()), every input combination. */
 TEST(poll_decide)
 {
@@ -932,6 +963,7 @@ int main(int argc, char **argv)
 	RUN(handshake_sequence);
 	RUN(poll_window_rules);
 	RUN(poll_window_converges);
+	RUN(poll_wake_pays);
 	RUN(poll_decide);
 	return t_done();
 }
