@@ -289,7 +289,7 @@ if [ "$GUEST" = sqcq ] && [ "$E2E_HOST" != intree ] && [ -n "$DISK_A" ] &&
 		--time_based --runtime=18 --size=16m >/dev/null 2>&1 &
 	fpid=$!
 	# The load first, then the change.
-	if load_started "runtime poll_idle_us" "$fpid" "$DISK_A" 100; then
+	if load_started "runtime poll_idle_us" "$fpid" "$DISK_A" 20; then
 		ios "$DISK_A"
 		r0=$REPLY
 		echo 0 >"$par"
@@ -363,7 +363,7 @@ rt_hog() {
 		--bs=4k --iodepth=8 --time_based --runtime=25 --size=16m \
 		>/dev/null 2>&1 &
 	fpid=$!
-	if ! load_started "rt-hog $mode" "$fpid" "$DISK_A" 100; then
+	if ! load_started "rt-hog $mode" "$fpid" "$DISK_A" 20; then
 		kill "$fpid" 2>/dev/null
 		wait "$fpid"
 		return
@@ -464,7 +464,7 @@ if [ "$GUEST" = sqcq ] && [ "$E2E_HOST" != intree ] && [ -n "$DISK_A" ] &&
 		fpid=$!
 		# 30 s: an L2 under TCG in TCG needs seconds for the 50 I/Os below;
 		# with 10 s, fio once ended before the hog's 5 s did (no I/O moved).
-		if load_started "guest poller beside a CPU hog" "$fpid" "$DISK_A" 50; then
+		if load_started "guest poller beside a CPU hog" "$fpid" "$DISK_A" 20; then
 			# wd: WS WW WY = the watchdog's starts, the wakeups and the yields,
 			# from one read of the info file (one snapshot: read separately, the
 			# counters moved by dozens in between).
