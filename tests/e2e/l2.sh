@@ -452,8 +452,7 @@ if [ "$GUEST" = sqcq ] && [ "$E2E_HOST" != intree ] && [ -n "$DISK_A" ] &&
 	dbg_value "$d" poll_window_ns
 	check "guest window under sparse I/O (250 ms gaps, ceiling 1 ms) stays at the floor ($REPLY ns)" \
 		[ "${REPLY:-x}" -le 10000 ]
-	# E2E_GUEST_HOG=0 leaves the CPU hog out (make check does: see
-	# tests/run-all.sh); it says so.
+	# E2E_GUEST_HOG=0 leaves the CPU hog out; it says so.
 	if [ "${E2E_GUEST_HOG:-1}" = 0 ]; then
 		log "guest poller beside a CPU hog: not run (E2E_GUEST_HOG=0)"
 	else
