@@ -79,11 +79,9 @@ static inline bool sqcq_poll_wake_pays(__u64 cur_ns, __u64 gap_ns,
 	*next_ns = cur_ns;
 	if (cur_ns)
 		return true;
-	if (!ceil_ns || gap_ns > ceil_ns)
-		return false;
-	*next_ns = ceil_ns < SQCQ_POLL_WINDOW_MIN_NS ? ceil_ns :
-						       SQCQ_POLL_WINDOW_MIN_NS;
-	return true;
+	/* The window rule's own growth from 0 (a gap of 0 counts as 1 ns). */
+	*next_ns = sqcq_poll_window_next(0, gap_ns ? gap_ns : 1, ceil_ns);
+	return *next_ns != 0;
 }
 
 /* Why a poller went to sleep (debugfs counters). */

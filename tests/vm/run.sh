@@ -289,15 +289,16 @@ t1=$(date +%s.%N)
 # stalled twice in a row in one CI run on 2026-12-02, the third boot of
 # the same kind that day passed).
 boot_again() {
-	sqcq_log "kernel $abi $1; booting again ($((boot_retry + 1)) of 2)"
+	sqcq_log "kernel $abi $1; booting again ($((boot_retry + 1)) of $boot_retries)"
 	[ "${SQCQ_VM_KEEP:-0}" = 1 ] || rm -rf "$work"
 	trap - EXIT
 	SQCQ_VM_BOOT_RETRY=$((boot_retry + 1)) exec "$here/run.sh" "${orig_args[@]}"
 }
+boot_retries=2
 boot_retry=${SQCQ_VM_BOOT_RETRY:-0}
-[[ "$boot_retry" =~ ^[0-9]+$ ]] || boot_retry=2
+[[ "$boot_retry" =~ ^[0-9]+$ ]] || boot_retry=$boot_retries
 # Both only before COMMAND started, and at most twice (SQCQ_VM_BOOT_RETRY).
-if [ ! -f "$ctl/rc" ] && [ ! -e "$ctl/uptime-start" ] && [ "$boot_retry" -lt 2 ]; then
+if [ ! -f "$ctl/rc" ] && [ ! -e "$ctl/uptime-start" ] && [ "$boot_retry" -lt "$boot_retries" ]; then
 	# A VM whose console stayed silent (boot_watch).
 	if [ -s "$work/boot-stall" ]; then
 		boot_again "stalled while booting, before COMMAND (console silent for $(cat "$work/boot-stall") s)"
