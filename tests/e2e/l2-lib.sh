@@ -36,6 +36,18 @@ dbg_value() {
 	done <"$1/info"
 	return 1
 }
+# dbg_snapshot DIR: DBGV[KEY] = every "KEY: value" of DIR/info, from one
+# read (counters read one by one move by dozens in between).
+declare -A DBGV
+# shellcheck disable=SC2034 # DBGV is read by the callers
+dbg_snapshot() {
+	local info k v
+	DBGV=()
+	read -r -d '' info <"$1/info" || true	# status 1 at the end of the file
+	while read -r k v; do
+		DBGV[${k%:}]=$v
+	done <<<"$info"
+}
 # queue_sums DIR: REQS KICKS IRQS DBS SAVED = requests, kicks, interrupts,
 # doorbells and kicks saved summed over the request queues of DIR/queues
 # (columns: queue type mode requests kicks interrupts polls completions

@@ -295,17 +295,13 @@ if [ "$GUEST" = sqcq ] && [ "$E2E_HOST" != intree ] && [ -n "$DISK_A" ] &&
 		echo 0 >"$par"
 		# At most one pass after the change: the thread is asleep.
 		nap 1
-		dbg_value "$d" poll_irq_only
-		i0=$REPLY
-		dbg_value "$d" poll_wakeups
-		w0=$REPLY
+		dbg_snapshot "$d"
+		i0=${DBGV[poll_irq_only]:-0} w0=${DBGV[poll_wakeups]:-0}
 		ios "$DISK_A"
 		r1=$REPLY
 		nap 3
-		dbg_value "$d" poll_irq_only
-		i1=$REPLY
-		dbg_value "$d" poll_wakeups
-		w1=$REPLY
+		dbg_snapshot "$d"
+		i1=${DBGV[poll_irq_only]:-0} w1=${DBGV[poll_wakeups]:-0}
 		ios "$DISK_A"
 		check "runtime poll_idle_us=0 under load: the guest poller stays asleep, interrupts complete the I/O (interrupts that left it asleep $i0 -> $i1, wakeups $w0 -> $w1; I/Os $r0 -> $r1 -> $REPLY)" \
 			[ "$i1" -gt "$i0" -a $((w1 - w0)) -le 1 ]
@@ -465,19 +461,11 @@ if [ "$GUEST" = sqcq ] && [ "$E2E_HOST" != intree ] && [ -n "$DISK_A" ] &&
 		# with 10 s, fio once ended before the hog's 5 s did (no I/O moved).
 		if load_started "guest poller beside a CPU hog" "$fpid" "$DISK_A" 20; then
 			# wd: WS WW WY = the watchdog's starts, the wakeups and the yields,
-			# from one read of the info file (one snapshot: read separately, the
-			# counters moved by dozens in between).
+			# from one snapshot (dbg_snapshot).
 			wd() {
-				local info k v
-				read -r -d '' info <"$d/info"
-				WS=0 WW=0 WY=0
-				while read -r k v; do
-					case $k in
-					poll_watchdog_starts:) WS=$v ;;
-					poll_wakeups:) WW=$v ;;
-					poll_yields:) WY=$v ;;
-					esac
-				done <<<"$info"
+				dbg_snapshot "$d"
+				WS=${DBGV[poll_watchdog_starts]:-0} WW=${DBGV[poll_wakeups]:-0}
+				WY=${DBGV[poll_yields]:-0}
 			}
 			dbg_value "$d" poll_sleeps_contended
 			c0=$REPLY
