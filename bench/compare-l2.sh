@@ -22,7 +22,11 @@
 # poller, LIO) over the same window, sampled by l1.sh on request.  After
 # the last SQ/CQ points, the CPU time the guest poll thread used while the
 # device was idle.  Prints result lines
-# "cmp MODE RW QD JOBS IOPS IOS KICKS INTERRUPTS EXITS BUSY_TICKS ROUND"
+# "cmp MODE RW QD JOBS IOPS IOS KICKS INTERRUPTS EXITS BUSY_TICKS ROUND
+# HOST_IDLE HOST_CONTENDED HOST_YIELDS GUEST_IDLE GUEST_CONTENDED
+# GUEST_STOLEN GUEST_IRQ_ONLY" (the last seven: the poll threads' sleeps by
+# reason, yields, and interrupts that left the guest poller asleep, over
+# the point; "-" where not known)
 # and "cmp-idle ..." on stdout for bench/compare.sh, which makes the table,
 # and "PASS:/FAIL: compare ..." for what must hold (mode negotiated, fio
 # ran).  Nothing here asserts a timing.
@@ -57,12 +61,13 @@ for v in /sys/bus/virtio/drivers/virtio_scsi/virtio*; do
 	[ -e "$v" ] && echo "${v##*/}" >/sys/bus/virtio/drivers/virtio_scsi/unbind
 done
 
-# l1_stat: REPLY = "EXITS BUSY" from L1 (its KVM exit count and the busy
-# clock ticks of all its CPUs), or "- -" when L1 does not answer.
+# l1_stat: REPLY = "EXITS BUSY IDLE CONTENDED YIELDS" from L1 (its KVM exit
+# count, the busy clock ticks of all its CPUs, the host pollers' sleeps
+# and yields), or dashes when L1 does not answer.
 l1_stat() {
 	rm -f "$SQCQ_RESULTS/hotplug-stat.done"
 	: >"$SQCQ_RESULTS/hotplug-stat.req"
-	REPLY="- -"
+	REPLY="- - - - -"
 	wait_for 30 test -e "$SQCQ_RESULTS/hotplug-stat.done" || return 1
 	read -r REPLY <"$SQCQ_RESULTS/hotplug-stat.done"
 	rm -f "$SQCQ_RESULTS/hotplug-stat.done"
@@ -110,13 +115,26 @@ load() {
 	fi
 }
 
+# guest_why: REPLY = the guest poller's "IDLE CONTENDED STOLEN IRQ_ONLY"
+# (its sleeps by reason, and the interrupts that left it asleep).
+guest_why() {
+	dbg_snapshot "$DBG"
+	REPLY="${DBGV[poll_sleeps_idle]:--} ${DBGV[poll_sleeps_contended]:--}"
+	REPLY+=" ${DBGV[poll_sleeps_stolen]:--} ${DBGV[poll_irq_only]:--}"
+}
+
 # points MODE ROUND: every point once, a result line each.
 points() {
 	local mode=$1 round=$2 p rw qd nj out st iops e0 b0 e1 b1 ex bz
+	local -a l0 l1 g0 g1
+	local why i
 	for p in $POINTS; do
 		IFS=: read -r rw qd nj <<<"$p"
 		l1_stat
-		read -r e0 b0 <<<"$REPLY"
+		read -ra l0 <<<"$REPLY"
+		e0=${l0[0]} b0=${l0[1]}
+		guest_why
+		read -ra g0 <<<"$REPLY"
 		queue_sums "$DBG"
 		r0=$REQS k0=$KICKS i0=$IRQS
 		out=/tmp/cmp-$mode-$rw-$qd-$nj.terse
@@ -126,8 +144,20 @@ points() {
 			--size=16m --randrepeat=0 >"$out" 2>/dev/null
 		st=$?
 		queue_sums "$DBG"
+		guest_why
+		read -ra g1 <<<"$REPLY"
 		l1_stat
-		read -r e1 b1 <<<"$REPLY"
+		read -ra l1 <<<"$REPLY"
+		e1=${l1[0]} b1=${l1[1]}
+		why=""
+		for i in 2 3 4; do
+			delta "${l0[i]:--}" "${l1[i]:--}"
+			why+=" $REPLY"
+		done
+		for i in 0 1 2 3; do
+			delta "${g0[i]}" "${g1[i]}"
+			why+=" $REPLY"
+		done
 		delta "$e0" "$e1"
 		ex=$REPLY
 		delta "$b0" "$b1"
@@ -140,7 +170,7 @@ points() {
 			fail "$mode fio $rw qd$qd jobs$nj round $round (status $st)"
 			continue
 		fi
-		echo "cmp $mode $rw $qd $nj $iops $((REQS - r0)) $((KICKS - k0)) $((IRQS - i0)) $ex $bz $round"
+		echo "cmp $mode $rw $qd $nj $iops $((REQS - r0)) $((KICKS - k0)) $((IRQS - i0)) $ex $bz $round$why"
 	done
 }
 

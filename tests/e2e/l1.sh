@@ -163,14 +163,27 @@ qmp_stopcont() {
 	echo "$out"
 	echo "host-log: ${line:-none}"
 }
-# l1_stat: "EXITS BUSY": the KVM exits of every VM here (L2's) and the busy
-# clock ticks of all CPUs (user, nice, system, irq, softirq: L2's vCPUs,
-# QEMU, the host poller, LIO), for bench/compare-l2.sh.
+# l1_stat: "EXITS BUSY IDLE CONTENDED YIELDS": the KVM exits of every VM
+# here (L2's), the busy clock ticks of all CPUs (user, nice, system, irq,
+# softirq: L2's vCPUs, QEMU, the host poller, LIO) and our host pollers'
+# sleeps (idle, contended) and yields summed over the devices ("-" without
+# our module), for bench/compare-l2.sh.
 l1_stat() {
-	local exits=- u n s irq sirq
+	local exits=- u n s irq sirq f k v si=- sc=- y=-
 	[ -r /sys/kernel/debug/kvm/exits ] && read -r exits </sys/kernel/debug/kvm/exits
 	read -r _ u n s _ _ irq sirq _ </proc/stat
-	echo "$exits $((u + n + s + irq + sirq))"
+	for f in /sys/kernel/debug/"$MOD"/dev*/queues; do
+		[ -r "$f" ] || continue
+		[ "$si" = - ] && si=0 sc=0 y=0
+		while read -r k v; do
+			case $k in
+			poll_sleeps_idle:) si=$((si + v)) ;;
+			poll_sleeps_contended:) sc=$((sc + v)) ;;
+			poll_yields:) y=$((y + v)) ;;
+			esac
+		done <"$f"
+	done
+	echo "$exits $((u + n + s + irq + sirq)) $si $sc $y"
 }
 # watch_l2: answer hotplug-{add,del}.req files (LUN 1 on WWPN_A's TPG),
 # hotplug-idle.req (the host poller's CPU while idle, for compare-l2.sh),
