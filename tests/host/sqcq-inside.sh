@@ -14,6 +14,12 @@ PREFIX=sqcq
 # shellcheck source=tests/lib/worker.sh
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/worker.sh"
 workers() { sqcq_workers; }
+# I/Os of the steady SQ/CQ load (3) and of the classic and own-workers
+# loads: the sanitizer kernel's run (debug stage) asks for fewer, its
+# requests being several times slower.
+STEADY=${SQCQ_STEADY_IOS:-100000} LOAD=${SQCQ_LOAD_IOS:-20000}
+# section N: where the run is, and when (the log shows what each costs).
+section() { echo "  [${SECONDS}s] section $1"; }
 # worker_pid: the thread id of the first device worker (the poller), if any.
 worker_pid() { sqcq_worker_tids | head -n 1; }
 # host_sleeps: the first device's poll_sleeps (debugfs).
@@ -93,10 +99,12 @@ mkdir -p $C/core/rd_mcp_0/sq &&
 	echo naa.5001405000000d02 >$C/vhost_sqcq/$W/tpgt_1/nexus &&
 	pass "target" || fail "target (configfs)"
 
+section 1
 # 1. Setup checks, good and malformed (PASS/FAIL lines from the client),
 # queues on workers of their own among them.
 timeout 120 "$CLIENT" /dev/vhost-scsi-sqcq $W -q 4 -C || fails=$((fails + 1))
 
+section 1b
 # 1b. 1000 devices that ask for SQ/CQ and are closed at once, half of them
 # before the answer (the close races the attach): nothing stays pinned
 # (FOLL_PIN counters of /proc/vmstat balance) or mapped (no vmap of ours
@@ -129,6 +137,7 @@ lines=$(($(modlines) - lines0)) most=$((10 * (secs / 60 + 2)))
 check "setup-close-cycles-log-bounded ($lines lines for 1000 devices in $secs s, at most $most)" \
 	[ "$lines" -le "$most" ]
 
+section 2
 # 2. sqcq=0 refuses, with its status.
 echo 0 >$P/sqcq
 out=$(timeout 60 "$CLIENT" /dev/vhost-scsi-sqcq $W -s -n 10 2>&1); rc=$?
@@ -136,7 +145,8 @@ out=$(timeout 60 "$CLIENT" /dev/vhost-scsi-sqcq $W -s -n 10 2>&1); rc=$?
 	pass "disabled-refuses" || fail "disabled-refuses (rc $rc: $out)"
 echo 1 >$P/sqcq
 
-# 3. Steady load, SQ/CQ: >= 100000 verified I/Os, notifications per I/O.
+section 3
+# 3. Steady load, SQ/CQ: >= $STEADY verified I/Os, notifications per I/O.
 # Under TCG a request takes milliseconds, so the idle timeout that keeps
 # both pollers awake through the load is 200 ms here (1 ms on real
 # hardware).  Notifications are counted where the pollers are not
@@ -164,7 +174,7 @@ contended=0
 for try in 1 2 3; do
 	task_runs >/tmp/runs0
 	out=$(taskset -c 0 timeout 600 "$CLIENT" /dev/vhost-scsi-sqcq $W -s -q 4 -d 8 -m verify \
-		-n 100000 -i 200000 -D 2>&1); rc=$?
+		-n "$STEADY" -i 200000 -D 2>&1); rc=$?
 	task_runs >/tmp/runs1
 	res=$(echo "$out" | grep '^ios=')
 	echo "  $res"
@@ -183,15 +193,15 @@ done
 echo >$P/poll_cpu
 echo 20000 >$P/poll_idle_us
 ios=$(field ios "$res")
-[ $rc = 0 ] && [ "${ios:-0}" -ge 100000 ] && [ "$(field errors "$res")" = 0 ] &&
-	pass "verify-100k ($ios I/Os, 0 errors)" ||
-	fail "verify-100k (rc $rc: $(echo "$out" | tail -3 | tr '\n' ' '))"
+[ $rc = 0 ] && [ "${ios:-0}" -ge "$STEADY" ] && [ "$(field errors "$res")" = 0 ] &&
+	pass "verify-steady ($ios of $STEADY I/Os, 0 errors)" ||
+	fail "verify-steady ($STEADY I/Os; rc $rc: $(echo "$out" | tail -3 | tr '\n' ' '))"
 [ "$(dbg_val mode "$out")" = sqcq ] && pass "debugfs-mode-sqcq" ||
 	fail "debugfs-mode-sqcq ($(dbg_val mode "$out"))"
 if [ "$contended" = 1 ]; then
 	echo "SKIP: $PREFIX notifications-per-io not measured: the poller was contended in three runs (last: requests $req kicks $kk calls $cl, $ctd contended sleeps, $yld yields)"
 else
-	[ "${req:-0}" -ge 100000 ] && [ "${db:-0}" -gt 0 ] &&
+	[ "${req:-0}" -ge "$STEADY" ] && [ "${db:-0}" -gt 0 ] &&
 		awk -v n=$((kk + cl)) -v r="$req" 'BEGIN { exit !(n / r < 0.01) }' &&
 		pass "notifications-per-io ($(awk -v n=$((kk + cl)) -v r="$req" 'BEGIN { printf "%.4f", n / r }') < 0.01)" ||
 		fail "notifications-per-io (requests $req kicks $kk calls $cl; contended sleeps $ctd, yields $yld)"
@@ -199,13 +209,14 @@ fi
 
 # Classic on the same target, for comparison (and correctness).
 out=$(timeout 600 "$CLIENT" /dev/vhost-scsi-sqcq $W -q 4 -d 8 -m verify \
-	-n 20000 -D 2>&1); rc=$?
+	-n "$LOAD" -D 2>&1); rc=$?
 res=$(echo "$out" | grep '^ios=')
 req=$(dbg_sum requests "$out") kk=$(dbg_sum kicks "$out") cl=$(dbg_sum calls "$out")
 echo "  classic: $res; host requests $req kicks $kk calls $cl"
 [ $rc = 0 ] && [ "$(dbg_val mode "$out")" = classic ] &&
 	pass "classic-verify ($(field ios "$res") I/Os)" || fail "classic-verify (rc $rc)"
 
+section 3b
 # 3b. Queues on workers of their own (vhost-io -W, as QEMU's
 # worker_per_virtqueue=true: vq 3..5 each on a worker, vq 2 on the default
 # one).  SQ/CQ is accepted; the poll thread (the default worker, on CPU 1)
@@ -214,16 +225,16 @@ echo "  classic: $res; host requests $req kicks $kk calls $cl"
 echo 200000 >$P/poll_idle_us
 echo 1 >$P/poll_cpu
 out=$(taskset -c 0 timeout 600 "$CLIENT" /dev/vhost-scsi-sqcq $W -s -W -q 4 -d 8 -m verify \
-	-n 20000 -i 200000 -D 2>&1); rc=$?
+	-n "$LOAD" -i 200000 -D 2>&1); rc=$?
 echo >$P/poll_cpu
 echo 20000 >$P/poll_idle_us
 res=$(echo "$out" | grep '^ios=')
 echo "  $res"
 echo "$out" | grep '^debugfs: [0-9v]' | sed 's/^/  /'
-[ $rc = 0 ] && [ "$(field ios "$res")" -ge 20000 ] && [ "$(field errors "$res")" = 0 ] &&
+[ $rc = 0 ] && [ "$(field ios "$res")" -ge "$LOAD" ] && [ "$(field errors "$res")" = 0 ] &&
 	[ "$(dbg_val mode "$out")" = sqcq ] &&
-	pass "own-workers: SQ/CQ, 20000 I/Os verified" ||
-	fail "own-workers: SQ/CQ, 20000 I/Os verified (rc $rc: $(echo "$out" | grep -v '^debugfs' | tail -3 | tr '\n' ' '))"
+	pass "own-workers: SQ/CQ, $LOAD I/Os verified" ||
+	fail "own-workers: SQ/CQ, $LOAD I/Os verified (rc $rc: $(echo "$out" | grep -v '^debugfs' | tail -3 | tr '\n' ' '))"
 ids="" bad=""
 for vq in 3 4 5; do
 	w=$(dbg_vq worker $vq "$out") h=$(dbg_vq handoffs $vq "$out") r=$(dbg_vq requests $vq "$out")
@@ -241,6 +252,7 @@ echo "  own-workers: requests $req kicks $kk calls $cl"
 check "own-workers: doorbells, not kicks (kicks $kk for $req requests)" \
 	awk -v k="$kk" -v r="$req" 'BEGIN { exit !(r > 0 && k / r < 0.25) }'
 
+section 4
 # 4. Idle -> sleep -> kick wakes (poll_idle_us changed at runtime).
 echo 2000 >$P/poll_idle_us
 out=$(timeout 300 "$CLIENT" /dev/vhost-scsi-sqcq $W -s -q 1 -d 2 -m verify \
@@ -253,6 +265,7 @@ echo "  idle run: $res; host sleeps $sl wakeups $wk"
 	fail "idle-sleep-kick-wakes (rc $rc, sleeps $sl, wakeups $wk)"
 echo 20000 >$P/poll_idle_us
 
+section 4b
 # 4b. Runtime changes under load (a verified SQ/CQ load runs throughout):
 # poll_cpu rebinds the running poller within a poll loop pass; its CPU
 # going offline moves it and I/O goes on; poll_cpu emptied unbinds it;
@@ -328,6 +341,7 @@ echo "  runtime-change run: $res"
 	pass "runtime changes under load: verify ($(field ios "$res") I/Os, 0 errors)" ||
 	fail "runtime changes under load: verify (rc $rc: $(tail -3 /tmp/sqcq-rt.out | tr '\n' ' '))"
 
+section 4c
 # 4c. Poll only while it pays.  A CPU hog beside the poller (poll_cpu=1,
 # the client on CPU 0) makes it sleep with reason "contended" as soon as a
 # pass finds no work, I/O going on by kicks; with the hog gone it polls
@@ -407,6 +421,7 @@ fi
 
 [ -w $AFF ] && echo -1 >$AFF
 
+section 4e
 # 4e. Shared pollers (poll_shared=1, the default): with poll_cpu=1, four
 # devices under load cost one spinning thread, the shared poller
 # "sqcq-poll/1" bound to CPU 1, whatever the number of devices.  Each
@@ -533,6 +548,7 @@ else
 	fail "shared pollers (needs 2 CPUs)"
 fi
 
+section 4d
 # 4d. The worker belongs to the VM.  The client (the VMM) runs in a
 # cgroup with cpu.max at 20% of a CPU.  Its device's worker must be in that
 # cgroup (a thread of the client where the kernel has vhost_task, else a
@@ -586,6 +602,7 @@ else
 	fail "a cgroup for the VM (cgroup2 with the cpu and memory controllers)"
 fi
 
+section 5
 # 5. The client killed while its device polls.
 "$CLIENT" /dev/vhost-scsi-sqcq $W -s -q 2 -d 4 -m write -t 120 >/dev/null 2>&1 &
 pid=$!
