@@ -125,6 +125,10 @@ struct vhost_worker {
 	bool killed;			/* vtsk died with the owner */
 	unsigned int attached;		/* queues served; dev->mutex */
 	unsigned long *pending;		/* one bit per vq, atomic bitops */
+	/* Non-pollers: the sqcq_poll_cpu_gen they placed themselves for,
+	 * and whether that kept them off CPUs of poll_cpu. */
+	int placed_gen;
+	bool placed_off;
 };
 
 struct vhost_vq {
@@ -384,6 +388,12 @@ void vhost_doorbells_revalidate(struct vhost_dev *dev,
  * they are gone or the worker must stop.
  */
 void vhost_sqcq_poll_run(struct vhost_worker *w);
+/*
+ * A worker that does not poll (one of VHOST_NEW_WORKER's) keeps off the
+ * CPUs of poll_cpu, which are the pollers'; called by @w itself before a
+ * pass, it acts once per change of poll_cpu.
+ */
+void vhost_sqcq_worker_place(struct vhost_worker *w);
 /*
  * The shared pollers (poll_shared): at most one kernel thread per CPU of
  * poll_cpu watches the SQ doorbells of every device whose worker is

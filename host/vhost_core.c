@@ -489,6 +489,8 @@ static bool vhost_worker_step(void *data)
 	/* vhost_task calls in TASK_INTERRUPTIBLE; mutex_lock() may sleep. */
 	__set_current_state(TASK_RUNNING);
 	if (!w->poller) {
+		/* Before the task state: placing may sleep. */
+		vhost_sqcq_worker_place(w);
 		/* Task state before the bit tests: see vhost_vq_queue_work(). */
 		set_current_state(TASK_INTERRUPTIBLE);
 		served = vhost_worker_serve_pending(w);

@@ -693,6 +693,33 @@ static void vhost_sqcq_poll_choose(struct vhost_dev *dev)
 			    dev->owner_pid, cpu);
 }
 
+void vhost_sqcq_worker_place(struct vhost_worker *w)
+{
+	int gen = atomic_read(&sqcq_poll_cpu_gen);
+	const struct cpumask *unbound;
+	cpumask_var_t mask;
+
+	/* 0 at creation: poll_cpu never set, nothing to keep off. */
+	if (likely(w->placed_gen == gen))
+		return;
+	/* Allocation failed: tried again on the next pass. */
+	if (!zalloc_cpumask_var(&mask, GFP_KERNEL))
+		return;
+	w->placed_gen = gen;
+	unbound = vhost_worker_unbound_cpus(w->dev);
+	if (sqcq_poll_cpus(mask))
+		cpumask_andnot(mask, unbound, mask);
+	if (!cpumask_empty(mask)) {
+		set_cpus_allowed_ptr(current, mask);
+		w->placed_off = true;
+	} else if (w->placed_off) {
+		/* poll_cpu cleared, or it covers all the owner's CPUs. */
+		set_cpus_allowed_ptr(current, unbound);
+		w->placed_off = false;
+	}
+	free_cpumask_var(mask);
+}
+
 void vhost_poll_groups_show(struct seq_file *m)
 {
 	struct vhost_poll_group *g;
