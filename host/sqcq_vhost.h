@@ -125,10 +125,9 @@ struct vhost_worker {
 	bool killed;			/* vtsk died with the owner */
 	unsigned int attached;		/* queues served; dev->mutex */
 	unsigned long *pending;		/* one bit per vq, atomic bitops */
-	/* Non-pollers: the sqcq_poll_cpu_gen they placed themselves for,
-	 * and whether that kept them off CPUs of poll_cpu. */
+	/* Non-pollers: the sqcq_poll_cpu_gen they placed themselves for. */
 	int placed_gen;
-	bool placed_off;
+	bool placed_off;		/* poll_cpu was set: placed off it */
 };
 
 struct vhost_vq {

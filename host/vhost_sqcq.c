@@ -660,14 +660,30 @@ static void vhost_poll_group_unpark(struct vhost_dev *dev)
 }
 
 /*
+ * Let the calling worker of @dev run on its owner's CPUs but @off, or on all
+ * of them when that leaves none (or no mask can be allocated).
+ */
+static void vhost_worker_allow_but(struct vhost_dev *dev,
+				   const struct cpumask *off)
+{
+	const struct cpumask *unbound = vhost_worker_unbound_cpus(dev);
+	cpumask_var_t mask;
+
+	if (zalloc_cpumask_var(&mask, GFP_KERNEL) &&
+	    cpumask_andnot(mask, unbound, off))
+		set_cpus_allowed_ptr(current, mask);
+	else
+		set_cpus_allowed_ptr(current, unbound);
+	free_cpumask_var(mask);
+}
+
+/*
  * Choose how the calling worker polls, after a change of poll_cpu or
  * poll_shared: parked on a shared poller (the worker itself then runs
  * off that CPU where it can), or spinning itself (ops->poll_bind()).
  */
 static void vhost_sqcq_poll_choose(struct vhost_dev *dev)
 {
-	const struct cpumask *unbound = vhost_worker_unbound_cpus(dev);
-	cpumask_var_t mask;
 	int cpu = -1;
 
 	lockdep_assert_held(&dev->poll_lock);
@@ -681,14 +697,7 @@ static void vhost_sqcq_poll_choose(struct vhost_dev *dev)
 		dev->ops->poll_bind(dev);
 		return;
 	}
-	if (zalloc_cpumask_var(&mask, GFP_KERNEL)) {
-		cpumask_andnot(mask, unbound, cpumask_of(cpu));
-		set_cpus_allowed_ptr(current,
-				     cpumask_empty(mask) ? unbound : mask);
-		free_cpumask_var(mask);
-	} else {
-		set_cpus_allowed_ptr(current, unbound);
-	}
+	vhost_worker_allow_but(dev, cpumask_of(cpu));
 	vhost_lifecycle_log(KERN_INFO, "owner %d: SQ doorbells watched by the shared poll thread of CPU %d\n",
 			    dev->owner_pid, cpu);
 }
@@ -696,28 +705,22 @@ static void vhost_sqcq_poll_choose(struct vhost_dev *dev)
 void vhost_sqcq_worker_place(struct vhost_worker *w)
 {
 	int gen = atomic_read(&sqcq_poll_cpu_gen);
-	const struct cpumask *unbound;
-	cpumask_var_t mask;
+	cpumask_var_t poll;
+	bool was_off;
 
 	/* 0 at creation: poll_cpu never set, nothing to keep off. */
 	if (likely(w->placed_gen == gen))
 		return;
 	/* Allocation failed: tried again on the next pass. */
-	if (!zalloc_cpumask_var(&mask, GFP_KERNEL))
+	if (!zalloc_cpumask_var(&poll, GFP_KERNEL))
 		return;
 	w->placed_gen = gen;
-	unbound = vhost_worker_unbound_cpus(w->dev);
-	if (sqcq_poll_cpus(mask))
-		cpumask_andnot(mask, unbound, mask);
-	if (!cpumask_empty(mask)) {
-		set_cpus_allowed_ptr(current, mask);
-		w->placed_off = true;
-	} else if (w->placed_off) {
-		/* poll_cpu cleared, or it covers all the owner's CPUs. */
-		set_cpus_allowed_ptr(current, unbound);
-		w->placed_off = false;
-	}
-	free_cpumask_var(mask);
+	was_off = w->placed_off;
+	w->placed_off = sqcq_poll_cpus(poll);
+	/* poll_cpu cleared: back to the owner's placement (@poll empty). */
+	if (w->placed_off || was_off)
+		vhost_worker_allow_but(w->dev, poll);
+	free_cpumask_var(poll);
 }
 
 void vhost_poll_groups_show(struct seq_file *m)
