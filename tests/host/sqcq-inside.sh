@@ -18,6 +18,23 @@ workers() { sqcq_workers; }
 # loads: the sanitizer kernel's run (debug stage) asks for fewer, its
 # requests being several times slower.
 STEADY=${SQCQ_STEADY_IOS:-100000} LOAD=${SQCQ_LOAD_IOS:-20000}
+# policy_check NAME CMD...: a check of the shared poller's timing-bound
+# behaviour, counted unless SQCQ_POLICY_CHECKS=0 (the debug stage: on the
+# sanitizer kernel a busy worker often drains its queue so slowly that it
+# never parks for the poller to hand it work, 34 s without a handoff in
+# one run of 2026-12-03, and the poller, with nothing parked, has nothing
+# to let go under a hog).  Not counted, it says what it saw.
+policy_check() {
+	local name=$1
+	shift
+	if [ "${SQCQ_POLICY_CHECKS:-1}" != 0 ]; then
+		check "$name" "$@"
+	elif "$@"; then
+		echo "INFO: $PREFIX $name: held (not counted: SQCQ_POLICY_CHECKS=0)"
+	else
+		echo "INFO: $PREFIX $name: did not hold (not counted: SQCQ_POLICY_CHECKS=0)"
+	fi
+}
 # section N: where the run is, and when (the log shows what each costs).
 section() { echo "  [${SECONDS}s] section $1"; }
 # worker_pid: the thread id of the first device worker (the poller), if any.
@@ -521,7 +538,7 @@ if [ "$(nproc)" -ge 2 ]; then
 		echo "  shared: the first handoff came after the window: $(pcol handoffs) (contended $(pcol sleeps_contended))"
 		h1=$(pcol handoffs)
 	fi
-	check "shared: the poller hands work to the workers ($h0 -> $h1)" [ "${h1:-0}" -gt "${h0:-0}" ]
+	policy_check "shared: the poller hands work to the workers ($h0 -> $h1)" [ "${h1:-0}" -gt "${h0:-0}" ]
 	check "shared: the workers park between pieces of work ($p0 -> $p1)" [ "${p1:-0}" -gt "${p0:-0}" ]
 	# Kicks come from the times the poller let the devices go because CPU
 	# 1 was wanted: 2-3% of requests on 6.1 and 7.2, 5-7% on the
@@ -536,7 +553,7 @@ if [ "$(nproc)" -ge 2 ]; then
 	c1=$(pcol sleeps_contended) r1=$(requests)
 	kill $hog
 	wait $hog 2>/dev/null
-	check "shared: a hog on CPU 1, the poller lets go contended ($c0 -> $c1)" [ "${c1:-0}" -gt "${c0:-0}" ]
+	policy_check "shared: a hog on CPU 1, the poller lets go contended ($c0 -> $c1)" [ "${c1:-0}" -gt "${c0:-0}" ]
 	check "shared: with the hog, I/O goes on ($r0 -> $r1)" [ "${r1:-0}" -gt "${r0:-0}" ]
 	echo 0 >$P/poll_shared
 	dedicated() { [ "$(workers_on1)" = 4 ] && [ "$(pcol devices)" = 0 ]; }
