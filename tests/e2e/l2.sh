@@ -35,6 +35,8 @@ SLOT_B=${E2E_SLOT_B:-}
 TPGT=${E2E_TPGT:?}
 t_mark=$SECONDS
 PREFIX="e2e $LABEL" TAG=e2e-l2
+# The lean fio e2e/run.sh built (tests/lib/fio.sh), else Debian's.
+FIO=${SQCQ_FIO:-fio}
 # shellcheck source=tests/e2e/l2-lib.sh
 . tests/e2e/l2-lib.sh
 # phase NAME: print the wall time since the previous phase mark.
@@ -95,7 +97,7 @@ fio_verify() {
 		JOB_OK[${j%%:*}]=0
 	done
 	out=/tmp/fio-$name.log
-	timeout -k 10 "${E2E_FIO_TIMEOUT:-600}" fio --eta=never --output="$out" \
+	timeout -k 10 "${E2E_FIO_TIMEOUT:-600}" "$FIO" --eta=never --output="$out" \
 		--ioengine=libaio --direct=1 --rw=randwrite \
 		--bssplit=512/20:1k/10:4k/40:8k/10:16k/10:64k/6:256k/3:1m/1 \
 		--iodepth=16 --iodepth_batch_submit=8 --verify=crc32c --verify_fatal=1 \
@@ -197,7 +199,7 @@ phase "driver+scan"
 if [ "${E2E_L2_BUSY:-0}" = 1 ]; then
 	[ -n "$DISK_A" ] || exit 1
 	: >"$SQCQ_RESULTS/busy"
-	fio --eta=never --output=/tmp/fio-busy.log --name=busy --filename="$DISK_A" \
+	"$FIO" --eta=never --output=/tmp/fio-busy.log --name=busy --filename="$DISK_A" \
 		--ioengine=libaio --direct=1 --rw=randwrite --bs=4k --iodepth=16 \
 		--verify=crc32c --verify_fatal=1 --size=16m --time_based --runtime=600 \
 		>/dev/null 2>&1
@@ -284,7 +286,7 @@ if [ "$GUEST" = sqcq ] && [ "$E2E_HOST" != intree ] && [ -n "$DISK_A" ] &&
 	read -r idle0 <"$par"
 	# 18 s: the checks need about 8 s of load; beyond them fio under a
 	# 1 s window is where the emulator broke most (tests/e2e/run.sh).
-	fio --eta=never --output=/tmp/fio-rt.log --name=rt --filename="$DISK_A" \
+	"$FIO" --eta=never --output=/tmp/fio-rt.log --name=rt --filename="$DISK_A" \
 		--ioengine=libaio --direct=1 --rw=randrw --bs=4k --iodepth=8 \
 		--time_based --runtime=18 --size=16m >/dev/null 2>&1 &
 	fpid=$!
@@ -435,14 +437,14 @@ if [ "$GUEST" = sqcq ] && [ "$E2E_HOST" != intree ] && [ -n "$DISK_A" ] &&
 	par=/sys/module/virtio_scsi_sqcq/parameters
 	read -r idle0 <$par/poll_idle_us
 	echo 1000000 >$par/poll_idle_us
-	fio --eta=never --output=/tmp/fio-win.log --name=steady --filename="$DISK_A" \
+	"$FIO" --eta=never --output=/tmp/fio-win.log --name=steady --filename="$DISK_A" \
 		--ioengine=libaio --direct=1 --rw=randread --bs=4k --iodepth=1 \
 		--time_based --runtime=6 --size=16m >/dev/null 2>&1
 	dbg_value "$d" poll_window_ns
 	check "guest window under steady QD1 I/O grows above 10 us, at most 1 s ($REPLY ns)" \
 		[ "${REPLY:-0}" -gt 10000 -a "${REPLY:-0}" -le 1000000000 ]
 	echo 1000 >$par/poll_idle_us
-	fio --eta=never --output=/tmp/fio-win.log --name=sparse --filename="$DISK_A" \
+	"$FIO" --eta=never --output=/tmp/fio-win.log --name=sparse --filename="$DISK_A" \
 		--ioengine=libaio --direct=1 --rw=randread --bs=4k --iodepth=1 \
 		--rate_iops=4 --time_based --runtime=4 --size=16m >/dev/null 2>&1
 	dbg_value "$d" poll_window_ns
@@ -453,7 +455,7 @@ if [ "$GUEST" = sqcq ] && [ "$E2E_HOST" != intree ] && [ -n "$DISK_A" ] &&
 		log "guest poller beside a CPU hog: not run (E2E_GUEST_HOG=0)"
 	else
 		echo 1000000 >$par/poll_idle_us
-		fio --eta=never --output=/tmp/fio-win.log --name=hog --filename="$DISK_A" \
+		"$FIO" --eta=never --output=/tmp/fio-win.log --name=hog --filename="$DISK_A" \
 			--ioengine=libaio --direct=1 --rw=randread --bs=4k --iodepth=4 \
 			--time_based --runtime=30 --size=16m >/dev/null 2>&1 &
 		fpid=$!
@@ -503,7 +505,7 @@ fi
 # disk goes away are expected; afterwards a fresh verify must pass, and
 # with our host SQ/CQ is negotiated again.
 if [ "$GUEST" = sqcq ] && [ -n "$DISK_A" ] && [ "${E2E_RESET:-1}" = 1 ]; then
-	fio --eta=never --output=/tmp/fio-reset.log --name=load --filename="$DISK_A" \
+	"$FIO" --eta=never --output=/tmp/fio-reset.log --name=load --filename="$DISK_A" \
 		--ioengine=libaio --direct=1 --rw=randrw --bs=4k --iodepth=16 \
 		--time_based --runtime=120 --size=16m >/dev/null 2>&1 &
 	fpid=$!

@@ -71,7 +71,7 @@ dma)
 	fail "setup address is guest-physical ($kind $addr) under VIRTIO_F_ACCESS_PLATFORM"
 	;;
 esac
-check "fio-verify-through-the-iommu" fio --eta=never --name=iommu --filename="$DISK" \
+check "fio-verify-through-the-iommu" "${SQCQ_FIO:-fio}" --eta=never --name=iommu --filename="$DISK" \
 	--ioengine=libaio --direct=1 --rw=randwrite --bssplit=4k/50:64k/40:1m/10 \
 	--iodepth=16 --size=32m --verify=crc32c --verify_fatal=1 --do_verify=1 \
 	--verify_state_save=0 --output=/tmp/fio-iommu.log

@@ -61,6 +61,12 @@ fi
 # fio runs inside the VM from this machine's root; a fresh machine may have
 # empty package lists, so update once if the first install fails.
 sqcq_install fio || { echo "FAIL: guest $id: cannot install fio"; exit 1; }
+# The VMs run a lean build of the same fio (tests/lib/fio.sh: Debian's
+# loads 64 libraries, 11-18 s a start on the sanitizer kernel).
+# shellcheck source=tests/lib/fio.sh
+. tests/lib/fio.sh
+SQCQ_FIO=$(sqcq_fio_lean)
+export SQCQ_FIO
 
 work=$(mktemp -d /tmp/sqcq-guest.XXXXXX)
 mon=$work/monitor.sock

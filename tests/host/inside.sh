@@ -25,26 +25,16 @@
 #
 # Usage: inside.sh KO CLIENT
 #        inside.sh --hook FUNCTION ARGS...   (configfs changes for the client:
-#        the sqcq_target_* functions of tests/lib/target.sh, hook_relink)
+#        the sqcq_target_* functions of tests/lib/target.sh)
 set -u
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=tests/lib/target.sh
 . "$HERE/../lib/target.sh"
 
-# hook_relink FABRIC WWPN TPGT LUN N: unlink and relink the LUN's backstore
-# N times (2N hotplug events for a bound device).
-hook_relink() {
-	local dir=$SQCQ_TARGET_CFS/$1/$2/tpgt_$3/lun/lun_$4 rd i
-	rd=$(readlink -f "$dir/backstore") || return 1
-	for ((i = 0; i < $5; i++)); do
-		rm "$dir/backstore" && ln -s "$rd" "$dir/backstore" || return 1
-	done
-}
-
 if [ "${1:-}" = --hook ]; then
 	shift
 	case "${1:-}" in
-	sqcq_target_* | hook_*) "$@"; exit ;;
+	sqcq_target_*) "$@"; exit ;;
 	*) echo "inside.sh: no hook '${1:-}'" >&2; exit 2 ;;
 	esac
 fi
