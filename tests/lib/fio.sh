@@ -23,9 +23,9 @@
 
 SQCQ_FIO_VERSION=3.33
 SQCQ_FIO_SHA256=d2410e13e0f379d061d077cc5ae325835bb7c6186aa7bafc1df954cbc9b014fc
-SQCQ_FIO_CONFIGURE="--disable-numa --disable-rdma --disable-rados --disable-rbd \
---disable-http --disable-gfapi --disable-libnfs --disable-pmem --disable-native \
---disable-xnvme --disable-libzbc --disable-tcmalloc --disable-dfs"
+SQCQ_FIO_CONFIGURE=(--disable-numa --disable-rdma --disable-rados --disable-rbd
+	--disable-http --disable-gfapi --disable-libnfs --disable-pmem --disable-native
+	--disable-xnvme --disable-libzbc --disable-tcmalloc --disable-dfs)
 
 sqcq_fio_lean() {
 	local dir=$SQCQ_CACHE/fio-lean/$SQCQ_FIO_VERSION tmp tar url
@@ -44,8 +44,7 @@ sqcq_fio_lean() {
 		echo "$SQCQ_FIO_SHA256  $tmp/$tar" | sha256sum -c --quiet - &&
 		tar -xzf "$tmp/$tar" -C "$tmp" &&
 		(cd "$tmp/fio-$SQCQ_FIO_VERSION" &&
-			# shellcheck disable=SC2086 # a list of options
-			./configure $SQCQ_FIO_CONFIGURE &&
+			./configure "${SQCQ_FIO_CONFIGURE[@]}" &&
 			make -j"$(nproc)") >"$tmp/build.log" 2>&1 &&
 		"$tmp/fio-$SQCQ_FIO_VERSION/fio" --enghelp | grep -qw libaio &&
 		"$tmp/fio-$SQCQ_FIO_VERSION/fio" --enghelp | grep -qw io_uring; then
