@@ -221,8 +221,9 @@ debug_stage() {
 	# devices, not 1000 (SQCQ_SETUP_CYCLES); the guest run's verify runs
 	# write a quarter (SQCQ_GUEST_IO_DIV).
 	timed tests/host/run.sh --kernel debug --timeout 900 || rc=1
-	# The shared poller's timing-bound checks are not counted there
-	# (SQCQ_POLICY_CHECKS, tests/host/sqcq-inside.sh): 7.2's run asserts them.
+	# The polling policy's timing-bound checks are not counted there, and
+	# section 4c, all such checks, is not run (SQCQ_POLICY_CHECKS,
+	# tests/host/sqcq-inside.sh): 7.2's run asserts them.
 	SQCQ_STEADY_IOS=10000 SQCQ_LOAD_IOS=2500 SQCQ_SETUP_CYCLES=250 SQCQ_POLICY_CHECKS=0 \
 		timed tests/host/sqcq.sh --kernel debug --timeout 1500 || rc=1
 	# --no-iommu: the q35 + intel-iommu VM does not see its disk on this
