@@ -150,13 +150,11 @@ l2_qemu_cmd=$(sqcq_qemu_cmd "$l2_qemu") ||
 l2_qboot=""
 [ "$l2_qemu" = bookworm ] || l2_qboot=$(sqcq_qemu_chroot_dir "$l2_qemu")/usr/share/qemu/qboot.rom
 # fio runs in L2 from this machine's root (shared over 9p twice).
-sqcq_install fio || { echo "FAIL: e2e $label $id: cannot install fio"; exit 1; }
-# The VMs run a lean build of the same fio (tests/lib/fio.sh: Debian's
-# loads 64 libraries, 11-18 s a start on the sanitizer kernel).
+# A lean build of the same fio (tests/lib/fio.sh: Debian's loads 64
+# libraries, 11-18 s a start on the sanitizer kernel).
 # shellcheck source=tests/lib/fio.sh
 . tests/lib/fio.sh
-SQCQ_FIO=$(sqcq_fio_lean)
-export SQCQ_FIO
+sqcq_fio_setup || { echo "FAIL: e2e $label $id: cannot install fio"; exit 1; }
 if [ "$via" = libvirt ]; then
 	# libvirtd and virsh in L1 come from this root, as fio does; their
 	# state directories must exist here (L1 mounts tmpfs on them).

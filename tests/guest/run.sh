@@ -60,13 +60,11 @@ fi
 [ -f "$ko" ] || { echo "FAIL: guest $id: no module at $ko (tests/matrix.sh $id)"; exit 1; }
 # fio runs inside the VM from this machine's root; a fresh machine may have
 # empty package lists, so update once if the first install fails.
-sqcq_install fio || { echo "FAIL: guest $id: cannot install fio"; exit 1; }
-# The VMs run a lean build of the same fio (tests/lib/fio.sh: Debian's
-# loads 64 libraries, 11-18 s a start on the sanitizer kernel).
+# A lean build of the same fio (tests/lib/fio.sh: Debian's loads 64
+# libraries, 11-18 s a start on the sanitizer kernel).
 # shellcheck source=tests/lib/fio.sh
 . tests/lib/fio.sh
-SQCQ_FIO=$(sqcq_fio_lean)
-export SQCQ_FIO
+sqcq_fio_setup || { echo "FAIL: guest $id: cannot install fio"; exit 1; }
 
 work=$(mktemp -d /tmp/sqcq-guest.XXXXXX)
 mon=$work/monitor.sock

@@ -20,6 +20,7 @@ workers() { sqcq_workers; }
 # times slower (1000 devices took 122 s there).
 STEADY=${SQCQ_STEADY_IOS:-100000} LOAD=${SQCQ_LOAD_IOS:-20000}
 CYCLES=${SQCQ_SETUP_CYCLES:-1000}
+POLICY=${SQCQ_POLICY_CHECKS:-1}
 # policy_check NAME CMD...: a check of the shared poller's timing-bound
 # behaviour, counted unless SQCQ_POLICY_CHECKS=0 (the debug stage: on the
 # sanitizer kernel a busy worker often drains its queue so slowly that it
@@ -29,7 +30,7 @@ CYCLES=${SQCQ_SETUP_CYCLES:-1000}
 policy_check() {
 	local name=$1
 	shift
-	if [ "${SQCQ_POLICY_CHECKS:-1}" != 0 ]; then
+	if [ "$POLICY" != 0 ]; then
 		check "$name" "$@"
 	elif "$@"; then
 		echo "INFO: $PREFIX $name: held (not counted: SQCQ_POLICY_CHECKS=0)"
@@ -394,7 +395,7 @@ section 4c
 # paths it drives, a contended sleep, the window's updates, poll_cpu and
 # poll_adaptive changed under load, run in 4, 4b and 4e as well.
 dbgv() { sed -n "s/^$1: //p" $DBG/dev*/queues | head -n 1; }
-if [ "${SQCQ_POLICY_CHECKS:-1}" = 0 ]; then
+if [ "$POLICY" = 0 ]; then
 	echo "INFO: $PREFIX 4c (poll only while it pays) not run: SQCQ_POLICY_CHECKS=0"
 elif [ "$(nproc)" -ge 2 ]; then
 	echo 1 >$P/poll_cpu
@@ -543,7 +544,7 @@ if [ "$(nproc)" -ge 2 ]; then
 	# above not met).  The poller must hand work over once it spins again.
 	handed() { [ "$(pcol handoffs)" -gt "${h0:-0}" ]; }
 	# Not where the check is not counted (SQCQ_POLICY_CHECKS=0): 30 s.
-	if [ "${h1:-0}" -le "${h0:-0}" ] && [ "${SQCQ_POLICY_CHECKS:-1}" != 0 ] &&
+	if [ "${h1:-0}" -le "${h0:-0}" ] && [ "$POLICY" != 0 ] &&
 		wait_for 30 handed; then
 		echo "  shared: the first handoff came after the window: $(pcol handoffs) (contended $(pcol sleeps_contended))"
 		h1=$(pcol handoffs)

@@ -2,6 +2,7 @@
 # A lean fio for the test VMs.
 #
 #   . tests/lib/fio.sh
+#   sqcq_fio_setup || exit 1      # Debian's fio installed, SQCQ_FIO exported
 #   SQCQ_FIO=$(sqcq_fio_lean)     # path of the fio binary the VMs run
 #
 # Debian's fio links 64 shared libraries (Ceph's, GlusterFS's, RDMA's,
@@ -28,7 +29,7 @@ SQCQ_FIO_CONFIGURE=(--disable-numa --disable-rdma --disable-rados --disable-rbd
 	--disable-xnvme --disable-libzbc --disable-tcmalloc --disable-dfs)
 
 sqcq_fio_lean() {
-	local dir=$SQCQ_CACHE/fio-lean/$SQCQ_FIO_VERSION tmp tar url
+	local dir=$SQCQ_CACHE/fio-lean/$SQCQ_FIO_VERSION tmp tar url engines
 	if [ -x "$dir/fio" ]; then
 		echo "$dir/fio"
 		return 0
@@ -46,8 +47,8 @@ sqcq_fio_lean() {
 		(cd "$tmp/fio-$SQCQ_FIO_VERSION" &&
 			./configure "${SQCQ_FIO_CONFIGURE[@]}" &&
 			make -j"$(nproc)") >"$tmp/build.log" 2>&1 &&
-		"$tmp/fio-$SQCQ_FIO_VERSION/fio" --enghelp | grep -qw libaio &&
-		"$tmp/fio-$SQCQ_FIO_VERSION/fio" --enghelp | grep -qw io_uring; then
+		engines=$("$tmp/fio-$SQCQ_FIO_VERSION/fio" --enghelp) &&
+		grep -qw libaio <<<"$engines" && grep -qw io_uring <<<"$engines"; then
 		mkdir -p "$tmp/out"
 		cp "$tmp/fio-$SQCQ_FIO_VERSION/fio" "$tmp/out/fio"
 		if mv -T "$tmp/out" "$dir" 2>/dev/null || [ -x "$dir/fio" ]; then
@@ -59,4 +60,14 @@ sqcq_fio_lean() {
 	echo "fio.sh: no lean fio $SQCQ_FIO_VERSION (from $url; log: $tmp/build.log): the tests run Debian's fio" >&2
 	tail -n 5 "$tmp/build.log" >&2 2>/dev/null
 	echo fio
+}
+
+# sqcq_fio_setup: Debian's fio on this machine (the fallback, and what the
+# VMs' root offers), then SQCQ_FIO, the lean one, exported for the VMs
+# (tests/vm/run.sh passes SQCQ_* on, nested guests too).  Fails only when
+# Debian's cannot be installed.
+sqcq_fio_setup() {
+	sqcq_install fio || return 1
+	SQCQ_FIO=$(sqcq_fio_lean)
+	export SQCQ_FIO
 }
