@@ -5,7 +5,7 @@
  * the module loads; without parameters it loads and unloads cleanly.
  *
  *   oob=1       write one byte past a kmalloc'ed buffer        (KASAN)
- *   leak=1      allocate a buffer and drop the only pointer   (kmemleak)
+ *   leak=1      allocate buffers and drop every pointer     (kmemleak)
  *   sleep=1     take a mutex under a spinlock     (DEBUG_ATOMIC_SLEEP)
  *   lockdep=1   take two mutexes in both orders     (lockdep: circular)
  *   ubsan=1     index an array member past its end   (UBSAN: bounds)
@@ -63,15 +63,27 @@ static noinline int bad_oob(void)
 	return 0;
 }
 
+/*
+ * kmemleak misses an object while a stale copy of its address survives
+ * somewhere it scans: a dead frame of this task's stack (kept in the
+ * per-CPU stack cache after insmod exits) or a saved register. Every pass
+ * below overwrites the previous pass's copies, so all the buffers but the
+ * last are certainly unreferenced; one found is enough.
+ */
+#define BAD_LEAKS 8
+
 static noinline int bad_leak(void)
 {
 	void *buf;
+	int i;
 
-	buf = kmalloc(96, GFP_KERNEL);
-	if (!buf)
-		return -ENOMEM;
-	OPTIMIZER_HIDE_VAR(buf);
-	pr_info("sqcq_bad: leaking 96 bytes\n");
+	for (i = 0; i < BAD_LEAKS; i++) {
+		buf = kmalloc(96, GFP_KERNEL);
+		if (!buf)
+			return -ENOMEM;
+		OPTIMIZER_HIDE_VAR(buf);
+	}
+	pr_info("sqcq_bad: leaking %d buffers of 96 bytes\n", BAD_LEAKS);
 	return 0;
 }
 
