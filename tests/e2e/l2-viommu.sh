@@ -64,5 +64,5 @@ for h in /sys/bus/pci/devices/0000:00:"$SLOT_A".0/virtio*/host*; do
 done
 wait_for 10 has_disk_a
 note disk "$disk"
-note done 1
+note "done" 1
 exit 0

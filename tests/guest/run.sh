@@ -155,6 +155,7 @@ watch_monitor() {
 	done
 }
 
+# shellcheck disable=SC2054 # the commas belong to one option
 qargs=(
 	--qemu-arg -monitor --qemu-arg "unix:$mon,server=on,wait=off"
 	--qemu-arg -device --qemu-arg virtio-scsi-pci,id=scsi0,num_queues=4
@@ -187,6 +188,7 @@ tests/vm/run.sh --kernel "$id" --smp 2 --mem 1024 --timeout "$timeout_s" \
 if [ "$iommu" = 1 ]; then
 	cp "$work/results/virtio_scsi_sqcq.ko" "$work/results-iommu/"
 	# The vIOMMU before the devices that translate through it.
+	# shellcheck disable=SC2054 # the commas belong to one option
 	iargs=(
 		--qemu-arg -machine --qemu-arg q35
 		--qemu-arg -device --qemu-arg intel-iommu,intremap=off

@@ -25,7 +25,8 @@ SQCQ_KERNELS="
 7.2          sid                 sid
 "
 # Kernels the VM tests boot by default: the oldest fully supported one and the
-# newest.
+# newest (read by the scripts that source this file).
+# shellcheck disable=SC2034
 SQCQ_VM_KERNELS="6.1 7.2"
 
 # Kernels built on this machine instead of downloaded, as "id script": not

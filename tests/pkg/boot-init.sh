@@ -1,4 +1,5 @@
 #!/bin/busybox sh
+# shellcheck shell=dash
 # SPDX-License-Identifier: GPL-2.0-only
 #
 # /sbin/init of the root disk the pkg stage's boot tests give a VM

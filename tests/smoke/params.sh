@@ -32,7 +32,7 @@ mountpoint -q /sys/kernel/debug || mount -t debugfs none /sys/kernel/debug
 
 for mod in $HOST $GUEST; do
 	case $mod in
-	$HOST) ko=$KO/host/$HOST.ko ;;
+	"$HOST") ko=$KO/host/$HOST.ko ;;
 	*) ko=$KO/guest/$GUEST.ko ;;
 	esac
 	tag="$k $mod"
