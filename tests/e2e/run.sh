@@ -303,15 +303,28 @@ entry_double_fault() {
 }
 retries=${E2E_RETRIES:-2}
 try=1
+# cap_timeout: with E2E_DEADLINE (epoch seconds, from tests/run-all.sh),
+# an attempt ends E2E_GRACE_S (400) s past it at the latest, whatever its
+# --timeout: a repeat that hangs cannot carry the whole run past CI's
+# limit. L2 keeps its 120 s inside L1's time.
+cap_timeout() {
+	local left
+	[ -n "${E2E_DEADLINE:-}" ] || return 0
+	left=$((E2E_DEADLINE + ${E2E_GRACE_S:-400} - $(date +%s)))
+	[ "$left" -lt "$timeout_s" ] || return 0
+	timeout_s=$left
+	[ "$l2_timeout" -lt $((timeout_s - 120)) ] ||
+		l2_timeout=$((timeout_s > 180 ? timeout_s - 120 : 60))
+}
 set +e
 while :; do
+	cap_timeout
 	attempt "$try"
 	rc=$?
 	if [ "$rc" = 0 ] || [ "$try" -gt "$retries" ] || ! emulator_fault "$try"; then
 		break
 	fi
-	# E2E_DEADLINE (epoch seconds, from tests/run-all.sh): no attempt
-	# starts after it, so repeats cannot carry the whole run past its limit.
+	# No repeat starts after E2E_DEADLINE.
 	if [ -n "${E2E_DEADLINE:-}" ] && [ "$(date +%s)" -ge "$E2E_DEADLINE" ]; then
 		echo "e2e: attempt $try failed in the emulator, not in a test; no further attempt: the run's time budget is spent (E2E_DEADLINE)" >&2
 		break
