@@ -144,7 +144,7 @@ per_kernel() {
 # they are where the emulated SVM breaks most.  sid's QEMU, rt-hog and the
 # other pairs are by-hand runs (tests/README.md).
 e2e_stage() {
-	local rc=0 pair hg q k opts smp
+	local rc=0 pair hg q k opts smp retries=${E2E_RETRIES:-3}
 	# HOST/GUEST[@SUITE of L2's QEMU]
 	for pair in intree/sqcq takeover/intree sqcq/sqcq@trixie; do
 		hg=${pair%@*} q=bookworm opts="" smp=1
@@ -153,12 +153,12 @@ e2e_stage() {
 		# L2 on 2 vCPUs, so that the guest uses both queues.
 		[ "$q" = trixie ] && opts=num_queues=2,worker_per_virtqueue=on smp=2
 		E2E_L2_SMP=$smp E2E_L2_VHOST_OPTS=$opts E2E_RTHOG=0 E2E_POLL_PHASES=0 \
-			E2E_RETRIES=${E2E_RETRIES:-3} budgeted tests/e2e/run.sh --kernel 6.1 --host "${hg%/*}" --guest "${hg#*/}" \
+			E2E_RETRIES=$retries budgeted tests/e2e/run.sh --kernel 6.1 --host "${hg%/*}" --guest "${hg#*/}" \
 			--l2-qemu "$q" --timeout 900 --l2-timeout 720 || rc=1
 	done
 	# Our 7.2 guest driver with SQ/CQ against our host (L1 stays on 6.1: a
 	# 7.2 L1's KVM stops L2 with "KVM internal error", tests/README.md).
-	E2E_RTHOG=0 E2E_POLL_PHASES=0 E2E_VIOMMU=0 E2E_RETRIES=${E2E_RETRIES:-3} \
+	E2E_RTHOG=0 E2E_POLL_PHASES=0 E2E_VIOMMU=0 E2E_RETRIES=$retries \
 		budgeted tests/e2e/run.sh --kernel 6.1 --l2-kernel 7.2 --host sqcq --guest sqcq \
 		--timeout 900 --l2-timeout 720 || rc=1
 	# libvirt (E2E_L2_VIA=libvirt) is by hand: in one of two local CI runs
@@ -183,7 +183,7 @@ e2e_stage() {
 	# E2E_GUEST_HOG=0 leaves the hog out.
 	for k in ${E2E_TCG_KERNELS:-}; do
 		SQCQ_VM_NESTED_ACCEL=tcg E2E_L2_ISOLATE=1 E2E_RTHOG=0 E2E_RESET=0 E2E_VIOMMU=0 \
-			E2E_HOST_PARAMS="poll_idle_us=1000000 poll_adaptive=0 poll_shared=0" E2E_RETRIES=${E2E_RETRIES:-3} \
+			E2E_HOST_PARAMS="poll_idle_us=1000000 poll_adaptive=0 poll_shared=0" E2E_RETRIES=$retries \
 			budgeted tests/e2e/run.sh --kernel "$k" --host sqcq --guest sqcq --no-hotplug \
 			--fio-size 4m --min-ios 1000 --timeout 1500 --l2-timeout 1300 || rc=1
 	done
