@@ -17,6 +17,7 @@
 #define SQCQ_PARAM_H
 
 #include <linux/atomic.h>
+#include <linux/bitmap.h>
 #include <linux/cpuhotplug.h>
 #include <linux/cpumask.h>
 #include <linux/debugfs.h>
@@ -59,14 +60,43 @@ unsigned int sqcq_poll_idle_us = SQCQ_POLL_IDLE_US_DEFAULT;
 bool sqcq_poll_adaptive = true;
 atomic_t sqcq_poll_cpu_gen = ATOMIC_INIT(0);
 static int sqcq_cpuhp_state;	/* dynamic hotplug state, 0: none */
+/*
+ * False while the module loads: the kernel hands the setters the command
+ * line's values before the module's init runs (sqcq_param_init() sets it).
+ */
+static bool sqcq_param_live;
 
 /*
- * Parse a cpulist (as in "0-3,8") into @mask.  Empty or blank means
- * unbound.  Every CPU named must exist and be online.
+ * A value given at load time that cannot be used.  These modules drive
+ * root disks, so a load never fails over a parameter: the value is ignored
+ * (or replaced, as the caller says) with one log line.  A runtime write is
+ * refused with -EINVAL.
+ */
+static int sqcq_param_bad(const struct kernel_param *kp)
+{
+	if (READ_ONCE(sqcq_param_live))
+		return -EINVAL;
+	pr_warn("%s: ignored at load; the module keeps the value its parameters file shows\n",
+		kp->name);
+	return 0;
+}
+
+/*
+ * Parse a cpulist (as in "0-3,8") into @mask, @clean receiving the list
+ * with the blanks around it trimmed.  Empty or blank means unbound.
+ *
+ * At runtime every CPU named must exist and be online.  At load a CPU that
+ * is offline or absent (a VM booted with fewer CPUs than its options were
+ * written for) is accepted with one log line: an offline one stays in
+ * @mask, its poller running unbound until it comes online
+ * (sqcq_poll_cpu_online()); an absent one cannot be in a cpumask and is
+ * left out.
  */
 static int sqcq_parse_poll_cpu(const char *val, char *clean, size_t len,
 			       struct cpumask *mask)
 {
+	bool live = READ_ONCE(sqcq_param_live);
+	unsigned long *named, *missing;
 	unsigned int cpu;
 	int ret;
 
@@ -80,25 +110,48 @@ static int sqcq_parse_poll_cpu(const char *val, char *clean, size_t len,
 	cpumask_clear(mask);
 	if (!clean[0])
 		return 0;
-	ret = cpulist_parse(clean, mask);
-	if (ret == -ERANGE) {
+	/* NR_CPUS bits: a CPU this boot lacks is still a number to accept. */
+	named = bitmap_zalloc(NR_CPUS, GFP_KERNEL);
+	missing = bitmap_zalloc(NR_CPUS, GFP_KERNEL);
+	ret = -ENOMEM;
+	if (!named || !missing)
+		goto out;
+	ret = bitmap_parselist(clean, named, NR_CPUS);
+	if (ret == -ERANGE || (!ret && live &&
+			       find_next_bit(named, NR_CPUS, nr_cpu_ids) < NR_CPUS)) {
 		pr_err("poll_cpu: \"%s\" names a CPU that does not exist (possible CPUs: %*pbl)\n",
 		       clean, cpumask_pr_args(cpu_possible_mask));
-		return -EINVAL;
+		ret = -EINVAL;
+		goto out;
 	}
 	if (ret) {
 		pr_err("poll_cpu: \"%s\" is not a valid CPU list (%d)\n",
 		       clean, ret);
-		return -EINVAL;
+		ret = -EINVAL;
+		goto out;
 	}
-	for_each_cpu(cpu, mask) {
-		if (!cpu_online(cpu)) {
+	for_each_set_bit(cpu, named, NR_CPUS) {
+		if (cpu < nr_cpu_ids && cpu_online(cpu)) {
+			cpumask_set_cpu(cpu, mask);
+			continue;
+		}
+		if (live) {
 			pr_err("poll_cpu: CPU %u in \"%s\" is offline\n",
 			       cpu, clean);
-			return -EINVAL;
+			ret = -EINVAL;
+			goto out;
 		}
+		__set_bit(cpu, missing);
+		if (cpu < nr_cpu_ids)
+			cpumask_set_cpu(cpu, mask);
 	}
-	return 0;
+	if (!bitmap_empty(missing, NR_CPUS))
+		pr_warn("poll_cpu: CPU %*pbl of \"%s\" not online at load: their pollers run unbound until they come online\n",
+			NR_CPUS, missing, clean);
+out:
+	bitmap_free(missing);
+	bitmap_free(named);
+	return ret;
 }
 
 static int sqcq_poll_cpu_set(const char *val, const struct kernel_param *kp)
@@ -116,6 +169,8 @@ static int sqcq_poll_cpu_set(const char *val, const struct kernel_param *kp)
 		cpumask_copy(&sqcq_poll_cpu_mask, mask);
 		spin_unlock(&sqcq_param_lock);
 		atomic_inc(&sqcq_poll_cpu_gen);
+	} else if (ret == -EINVAL) {
+		ret = sqcq_param_bad(kp);	/* at load: stays unbound */
 	}
 	free_cpumask_var(mask);
 	return ret;
@@ -145,7 +200,7 @@ static int sqcq_poll_idle_set(const char *val, const struct kernel_param *kp)
 		strscpy(shown, val, sizeof(shown));
 		pr_err("poll_idle_us: \"%s\" is not an integer 0..%u\n",
 		       strim(shown), SQCQ_POLL_IDLE_US_MAX);
-		return -EINVAL;
+		return sqcq_param_bad(kp);	/* at load: the default stays */
 	}
 	/* Read by the pollers at each pass: nothing to rebind. */
 	WRITE_ONCE(sqcq_poll_idle_us, v);
@@ -162,14 +217,30 @@ static const struct kernel_param_ops sqcq_poll_idle_ops = {
 	.get = sqcq_poll_idle_get,
 };
 
+/* A bool that never keeps the module from loading (sqcq_param_bad()). */
+static int sqcq_param_bool_set(const char *val, const struct kernel_param *kp)
+{
+	int ret = param_set_bool(val, kp);
+
+	if (ret == -EINVAL)
+		pr_err("%s: \"%s\" is not a boolean\n", kp->name, val ?: "");
+	return ret == -EINVAL ? sqcq_param_bad(kp) : ret;
+}
+
+static const struct kernel_param_ops sqcq_param_bool_ops = {
+	.flags = KERNEL_PARAM_OPS_FL_NOARG,
+	.set = sqcq_param_bool_set,
+	.get = param_get_bool,
+};
+
 /* The parameters themselves, declared in the module that defines them. */
 module_param_cb(poll_cpu, &sqcq_poll_cpu_ops, NULL, 0644);
-MODULE_PARM_DESC(poll_cpu, "CPU list the poll threads are bound to, round-robin (default empty: unbound, on the kernel's housekeeping CPUs; all CPUs must be online; runtime writes apply at each poller's next pass, a sleeping one's when it wakes)");
+MODULE_PARM_DESC(poll_cpu, "CPU list the poll threads are bound to, round-robin (default empty: unbound, on the kernel's housekeeping CPUs; at load an offline or absent CPU is accepted and its poller runs unbound until it comes online, a runtime write must name online CPUs; runtime writes apply at each poller's next pass, a sleeping one's when it wakes)");
 
 module_param_cb(poll_idle_us, &sqcq_poll_idle_ops, NULL, 0644);
 MODULE_PARM_DESC(poll_idle_us, "Busy-poll time in microseconds without work before a poller sets NEED_WAKEUP and sleeps, 0..1000000 (default 1000; runtime writes apply at each poller's next pass)");
 
-module_param_named(poll_adaptive, sqcq_poll_adaptive, bool, 0644);
+module_param_cb(poll_adaptive, &sqcq_param_bool_ops, &sqcq_poll_adaptive, 0644);
 MODULE_PARM_DESC(poll_adaptive, "Adapt each poller's idle window below poll_idle_us to the gaps between requests, as KVM halt polling does (default 1; 0: always spin poll_idle_us)");
 
 /* A CPU came online: pollers meant for it bind again at their next pass. */
@@ -185,29 +256,36 @@ static int sqcq_poll_cpu_online(unsigned int cpu)
 	return 0;
 }
 
-/* Module init and exit: follow CPU hotplug for poll_cpu. */
 /*
  * Module init: follow CPU hotplug for poll_cpu (cpuhp state @name), then
- * create the module's debugfs directory with its "params" file
- * (@params_fops).  Returns the directory, or an ERR_PTR (logged) when
- * hotplug cannot be followed.
+ * create the module's debugfs directory in *@dir with its "params" file
+ * (@params_fops).  debugfs is optional (debugfs=off, kernels without it):
+ * *@dir may then hold an error pointer, which debugfs calls take as "no
+ * directory", and the module works without counters.  Returns 0, or the
+ * error (logged) when hotplug cannot be followed; nothing is left set up
+ * then.
  */
-static inline struct dentry *
-sqcq_param_init(const char *name, const struct file_operations *params_fops)
+static inline int sqcq_param_init(const char *name,
+				  const struct file_operations *params_fops,
+				  struct dentry **dir)
 {
-	struct dentry *dir;
 	int ret;
 
+	*dir = NULL;
 	ret = cpuhp_setup_state_nocalls(CPUHP_AP_ONLINE_DYN, name,
 					sqcq_poll_cpu_online, NULL);
 	if (ret < 0) {
 		pr_err("cannot follow CPU hotplug for poll_cpu: %d\n", ret);
-		return ERR_PTR(ret);
+		return ret;
 	}
 	sqcq_cpuhp_state = ret;
-	dir = debugfs_create_dir(KBUILD_MODNAME, NULL);
-	debugfs_create_file("params", 0444, dir, NULL, params_fops);
-	return dir;
+	WRITE_ONCE(sqcq_param_live, true);
+	*dir = debugfs_create_dir(KBUILD_MODNAME, NULL);
+	if (IS_ERR(*dir))
+		pr_info("no debugfs (%ld): counters are not shown\n",
+			PTR_ERR(*dir));
+	debugfs_create_file("params", 0444, *dir, NULL, params_fops);
+	return 0;
 }
 
 static inline void sqcq_param_exit(void)
@@ -215,6 +293,7 @@ static inline void sqcq_param_exit(void)
 	if (sqcq_cpuhp_state > 0)
 		cpuhp_remove_state_nocalls(sqcq_cpuhp_state);
 	sqcq_cpuhp_state = 0;
+	WRITE_ONCE(sqcq_param_live, false);
 }
 #endif /* SQCQ_PARAM_DEFINE */
 

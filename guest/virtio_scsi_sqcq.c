@@ -55,7 +55,7 @@
 #define SQCQ_MAX_POLL_QUEUES	256
 
 static bool sqcq = true;
-module_param(sqcq, bool, 0644);
+module_param_cb(sqcq, &sqcq_param_bool_ops, &sqcq, 0644);
 MODULE_PARM_DESC(sqcq, "Request SQ/CQ doorbell polling from devices at probe (default 1; runtime writes apply to devices probed later)");
 
 static unsigned int poll_queues;
@@ -67,7 +67,7 @@ static int virtscsi_poll_queues_set(const char *val, const struct kernel_param *
 	if (kstrtouint(val, 0, &v) || v > SQCQ_MAX_POLL_QUEUES) {
 		pr_err("%s: not an integer 0..%u\n", kp->name,
 		       SQCQ_MAX_POLL_QUEUES);
-		return -EINVAL;
+		return sqcq_param_bad(kp);	/* at load: none */
 	}
 	if (v && !SQCQ_POLL_QUEUES_SUPPORTED)
 		pr_warn("%s=%u: poll queues are unavailable on this kernel (no SCSI mq_poll); all queues use interrupts\n",
@@ -2562,10 +2562,10 @@ static int __init virtscsi_guest_init(void)
 {
 	int ret;
 
-	virtscsi_debugfs = sqcq_param_init("virtio_scsi_sqcq:online",
-					   &virtscsi_params_fops);
-	if (IS_ERR(virtscsi_debugfs))
-		return PTR_ERR(virtscsi_debugfs);
+	ret = sqcq_param_init("virtio_scsi_sqcq:online", &virtscsi_params_fops,
+			      &virtscsi_debugfs);
+	if (ret)
+		return ret;
 	ret = register_virtio_driver(&virtscsi_driver);
 	if (ret) {
 		pr_err("cannot register the virtio driver (%d)\n", ret);

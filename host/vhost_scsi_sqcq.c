@@ -526,25 +526,27 @@ static int __init vhost_scsi_init(void)
 {
 	int ret;
 
+	/* debugfs first: an open of the node creates a directory in it. */
+	ret = sqcq_param_init("vhost_scsi_sqcq:online", &vhost_scsi_params_fops,
+			      &vhost_scsi_debugfs);
+	if (ret)
+		return ret;
 	if (takeover) {
 		/*
 		 * The target core does not refuse a second fabric of the same
 		 * name (and unregisters by name), so look for the in-tree
 		 * module first.  An in-tree vhost_scsi loaded after us fails to
-		 * register /dev/vhost-scsi and gives up.
+		 * register /dev/vhost-scsi and gives up.  A refusal undoes what
+		 * init did so far, as every failed load must.
 		 */
 		if (vhost_scsi_path_exists("/sys/module/vhost_scsi") ||
 		    vhost_scsi_path_exists("/sys/class/misc/vhost-scsi")) {
 			pr_err("takeover=1: the in-tree vhost_scsi holds fabric \"vhost\" and /dev/vhost-scsi; unload it first (rmmod vhost_scsi) or load without takeover\n");
-			return -EBUSY;
+			ret = -EBUSY;
+			goto err_debugfs;
 		}
 		vhost_scsi_misc.name = "vhost-scsi";
 	}
-	/* debugfs first: an open of the node creates a directory in it. */
-	vhost_scsi_debugfs = sqcq_param_init("vhost_scsi_sqcq:online",
-					     &vhost_scsi_params_fops);
-	if (IS_ERR(vhost_scsi_debugfs))
-		return PTR_ERR(vhost_scsi_debugfs);
 	debugfs_create_file("pollers", 0444, vhost_scsi_debugfs, NULL,
 			    &vhost_scsi_pollers_fops);
 	ret = vhost_scsi_register(takeover);

@@ -459,6 +459,7 @@ build_one() {
 	# Frames of at most 1 KiB: what kernels built with FRAME_WARN=1024
 	# (32-bit, many embedded configs) demand with -Werror.
 	args=(-C "$KH/$abi/build" M="$dir" W=1 "KCFLAGS=-Werror -Wframe-larger-than=1024"
+		SQCQ_TEST_MODULES=m
 		-j"$JOBS")
 	if [ -z "$suite" ] && ! command -v "$cc" >/dev/null; then
 		# bullseye's 5.10 names gcc-10, which bookworm lacks; its headers

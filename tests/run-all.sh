@@ -87,6 +87,10 @@ vm_stage() {
 		tests/vm/run.sh --kernel "$id" --smp 2 --timeout 600 -- \
 			tests/smoke/params.sh "$ROOT/out/$abi" \
 			"$ROOT/out/tools/ioctl-probe" || rc=1
+		# debugfs=off, and loads that fail on purpose (a VM of its own:
+		# the kernel's command line says it).
+		tests/vm/run.sh --kernel "$id" --smp 2 --timeout 300 --append debugfs=off -- \
+			tests/smoke/load-fail.sh "$ROOT/out/$abi" || rc=1
 	done
 	tests/vm/selftest.sh || rc=1
 	return $rc

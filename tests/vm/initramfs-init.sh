@@ -84,7 +84,11 @@ ln -sf /proc/self/fd/1 $r/dev/stdout
 ln -sf /proc/self/fd/2 $r/dev/stderr
 mount -t devpts -o gid=5,mode=620,ptmxmode=666 devpts $r/dev/pts || fail "devpts"
 mount -t tmpfs -o mode=1777 tmpfs $r/dev/shm || fail "tmpfs on /dev/shm"
-mount -t debugfs debugfs $r/sys/kernel/debug || fail "debugfs"
+# A VM booted with debugfs=off (tests/smoke/load-fail.sh) has none to mount.
+case " $(cat /proc/cmdline) " in
+*" debugfs=off "*) ;;
+*) mount -t debugfs debugfs $r/sys/kernel/debug || fail "debugfs" ;;
+esac
 mount -t tracefs tracefs $r/sys/kernel/tracing 2>/dev/null
 mount -t configfs configfs $r/sys/kernel/config || fail "configfs"
 
