@@ -270,7 +270,12 @@ SQCQ_ASSERT(SQCQ_AREA_MAX_BYTES == 135168, "max area bytes");
 #define sqcq_rmb()		virt_rmb()
 #define sqcq_load16(p)		le16_to_cpu(READ_ONCE(*(p)))
 #define sqcq_store16(p, v)	WRITE_ONCE(*(p), cpu_to_le16(v))
-#else
+#elif !defined(SQCQ_TEST_PRIMITIVES)
+/*
+ * Userspace.  A unit test that defines SQCQ_TEST_PRIMITIVES supplies all
+ * five primitives itself, to record what each helper does in which order
+ * (tests/unit/test_barriers.c).
+ */
 #define sqcq_mb()		__atomic_thread_fence(__ATOMIC_SEQ_CST)
 #define sqcq_wmb()		__atomic_thread_fence(__ATOMIC_RELEASE)
 #define sqcq_rmb()		__atomic_thread_fence(__ATOMIC_ACQUIRE)

@@ -16,6 +16,10 @@
 #   stress_{sq,cq}[.asan]
 #                       two-thread NEED_WAKEUP handshake stress, 200k items
 #                       per direction, with the header's own helpers
+#   census_*            the barrier census (test_barriers.c): each helper's
+#                       loads, stores and barriers, in order, as the protocol
+#                       says; barrier_mutant_line<N>: the census built against
+#                       a copy of the header without barrier line N fails
 #   mutant_<m>_{sq,cq}  the same stress built with a broken handshake
 #                       (-DSQCQ_TEST_BROKEN_<M>); PASS means the stress test
 #                       DETECTED the lost wakeup, i.e. it can fail
@@ -189,6 +193,49 @@ for m in $mutants; do
 			result FAIL "$name" "broken handshake NOT detected (exit $rc)"
 		fi
 	done
+done
+
+# ---- barrier census: every barrier of the header, in its place ----------
+# test_barriers.c records each helper's loads, stores and barriers and
+# compares them with the protocol.  Built against the real header, it must
+# pass; against a copy with one barrier line removed, for every barrier
+# line the header has, it must fail.  And the kernel's primitives must be
+# the virt_*mb() barriers (a !SMP guest keeps them).
+census_build() {	# census_build OUTPUT HEADER
+	gcc "${CFLAGS[@]}" -I"$here" -DSQCQ_UAPI_HEADER="\"$2\"" \
+		"$here/test_barriers.c" -o "$1"
+}
+if census_build "$out/census" "$root/common/sqcq_uapi.h" >"$out/census.build.log" 2>&1; then
+	run_counted "$out/census"
+else
+	cat "$out/census.build.log"
+	result FAIL census "not built"
+fi
+barrier_lines=$(grep -nE '^\s*sqcq_[rw]?mb\(\);\s*$' "$root/common/sqcq_uapi.h" | cut -d: -f1)
+if [ "$(echo "$barrier_lines" | grep -c .)" -ge 5 ]; then
+	result PASS census_finds_barriers "lines $(echo $barrier_lines)"
+else
+	result FAIL census_finds_barriers "found '$(echo $barrier_lines)', the header has at least 5"
+fi
+for n in $barrier_lines; do
+	d=$out/barrier-mutant-$n
+	mkdir -p "$d"
+	sed "${n}d" "$root/common/sqcq_uapi.h" >"$d/sqcq_uapi.h"
+	what=$(sed -n "${n}s/^[[:space:]]*//p" "$root/common/sqcq_uapi.h")
+	if ! census_build "$d/census" "$d/sqcq_uapi.h" >"$d/build.log" 2>&1; then
+		result FAIL "barrier_mutant_line$n" "not built: $(tail -1 "$d/build.log")"
+	elif "$d/census" >"$d/run.log" 2>&1; then
+		result FAIL "barrier_mutant_line$n" "$what removed and the census still passed"
+	else
+		result PASS "barrier_mutant_line$n" "$what removed: the census failed, as it must"
+	fi
+done
+for b in mb wmb rmb; do
+	if grep -qE "^#define sqcq_$b\(\)[[:space:]]+virt_$b\(\)" "$root/common/sqcq_uapi.h"; then
+		result PASS "kernel_sqcq_$b"
+	else
+		result FAIL "kernel_sqcq_$b" "sqcq_$b() is not virt_$b() in the kernel"
+	fi
 done
 
 # Informational: both barriers deleted and nothing forced.  Real x86
