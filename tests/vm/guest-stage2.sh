@@ -50,6 +50,10 @@ note "command exited with status $rc"
 # lockdep's state: it switches itself off after its first report.
 kml=/sys/kernel/debug/kmemleak
 if [ -e "$kml" ]; then
+	# kmemleak reports no object younger than 5 s: without this wait the
+	# leaks of the command's last seconds (the final teardown, rmmod) would
+	# never be seen.  The debug self-test waits the same (tests/debug/).
+	sleep 6
 	note "kmemleak scan"
 	if echo scan >"$kml" && echo scan >"$kml" && cat "$kml" >"$ctl/kmemleak.part"; then
 		mv "$ctl/kmemleak.part" "$ctl/kmemleak"
