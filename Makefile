@@ -4,7 +4,8 @@
 #
 #   make                    build for the running kernel (or KDIR=...)
 #   make KDIR=/path/build   build against another kernel's build dir
-#   make check              the whole test suite (see README.md)
+#   make check              the test suite (see README.md), within 60 minutes
+#   make check-full         and what check leaves out as repeats (tests/README.md)
 #   make matrix             W=1 -Werror build against every kernel of the matrix
 #   make checkpatch         checkpatch.pl --strict, exceptions in scripts/checkpatch.sh
 #   make unit | model | vmtest   one test stage
@@ -14,7 +15,7 @@
 KDIR ?= /lib/modules/$(shell uname -r)/build
 PWD := $(shell pwd)
 
-.PHONY: all modules clean check matrix checkpatch unit model vmtest demo
+.PHONY: all modules clean check check-full matrix checkpatch unit model vmtest demo
 
 all: modules
 
@@ -30,6 +31,9 @@ clean:
 
 check:
 	tests/run-all.sh
+
+check-full:
+	SQCQ_FULL=1 tests/run-all.sh
 
 matrix:
 	tests/matrix.sh

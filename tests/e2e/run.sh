@@ -256,51 +256,11 @@ attempt() {
 	return "$st"
 }
 # An attempt that failed because the emulator underneath did is repeated,
-# E2E_RETRIES times at most: L1 frozen (watchdog), "KVM internal error" from
-# L2's QEMU, L2 frozen with a clean kernel log (FAIL: vm-l2-stall), L1 gone
-# before COMMAND's status without a word in its kernel log (FAIL: vm-boot
-# and no vm-kernel-log: a reset under -no-reboot, QEMU itself crashed or
-# killed, or a boot that stalled three times; a panic or oops would be in
-# the log: panic=-1 reboots too, but says so first), or a kernel that
-# double-faulted in ring 0 on a user-space stack or inside the exception
-# entry code (below). A fault of ours that does any of these every time
-# still fails: the repeats fail the same way.
-emulator_fault() {
-	local log=$work/try-$1/log
-	[ -s "$work/try-$1/stall" ] && return 0
-	grep -q '^FAIL: vm-kvm-error' "$log" && return 0
-	grep -q '^FAIL: vm-l2-stall' "$log" && return 0
-	user_stack_double_fault "$log" && return 0
-	entry_double_fault "$log" && return 0
-	grep -q '^FAIL: vm-boot (' "$log" && ! grep -q '^FAIL: vm-kernel-log' "$log"
-}
-# user_stack_double_fault LOG: the kernel log in LOG (L1's, or L2's that l1.sh
-# and run.sh print) has a double fault whose frame shows kernel code
-# (CS 0010) running on a user-space stack (RSP below 0x800000000000). The
-# CPU switches to the kernel stack on every entry from user mode; the only
-# ring-0 code on a user stack is the few instructions of the SYSCALL entry
-# and exit between the stack switch and SWAPGS, where interrupts are off
-# and nothing of ours runs. A page fault there (or an interrupt delivered
-# with IF clear) is the emulated CPU's: seen with the L2 of QEMU 7.2 and
-# 10.0 over TCG's SVM, on the fio thread, in any phase (the first fio
-# included, most with the guest poller spinning under a 1 s window), with
-# QEMU 7.2, 10.0 or 11.1 as L0. Any other double fault is a failure.
-user_stack_double_fault() {
-	grep -q 'traps: PANIC: double fault' "$1" &&
-		grep -A 12 'traps: PANIC: double fault' "$1" |
-		grep -qE 'RSP: 0018:0000[0-7][0-9a-f]{11}( |$)'
-}
-# entry_double_fault LOG: a double fault with RIP in error_entry, the
-# exception entry code itself: it faulted again and again until the
-# kernel stack ran out (CR2 just below it). Seen in the trixie pair's L2
-# on its idle CPU (swapper, empty call trace) with RAX and RBP 0x1fb80,
-# the per-CPU offset of current_task: the GS base was gone, as in the
-# user-stack case above. No driver code runs there.
-entry_double_fault() {
-	grep -q 'traps: PANIC: double fault' "$1" &&
-		grep -A 12 'traps: PANIC: double fault' "$1" |
-		grep -q 'RIP: 0010:error_entry+'
-}
+# E2E_RETRIES times at most; which ones: tests/e2e/verdict.sh. A fault of
+# ours that breaks like the emulator every time still fails: the repeats
+# fail the same way. Each repeat is a REPEAT: line, counted by run-all.sh.
+# shellcheck source=tests/e2e/verdict.sh
+. tests/e2e/verdict.sh
 retries=${E2E_RETRIES:-2}
 try=1
 # cap_timeout: with E2E_DEADLINE (epoch seconds, from tests/run-all.sh),
@@ -321,15 +281,18 @@ while :; do
 	cap_timeout
 	attempt "$try"
 	rc=$?
-	if [ "$rc" = 0 ] || [ "$try" -gt "$retries" ] || ! emulator_fault "$try"; then
+	[ "$rc" = 0 ] && break
+	if ! e2e_emulator_fault "$work/try-$try"; then
+		echo "e2e: attempt $try is a test's failure, not the emulator's: $E2E_WHY" >&2
 		break
 	fi
+	[ "$try" -gt "$retries" ] && break
 	# No repeat starts after E2E_DEADLINE.
 	if [ -n "${E2E_DEADLINE:-}" ] && [ "$(date +%s)" -ge "$E2E_DEADLINE" ]; then
 		echo "e2e: attempt $try failed in the emulator, not in a test; no further attempt: the run's time budget is spent (E2E_DEADLINE)" >&2
 		break
 	fi
-	echo "e2e: attempt $try failed in the emulator, not in a test; running again" >&2
+	echo "REPEAT: e2e $label $abi attempt $try ($E2E_WHY)"
 	try=$((try + 1))
 done
 set -e

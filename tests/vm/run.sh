@@ -151,6 +151,11 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/sqcq-vm.XXXXXX")
 # shellcheck disable=SC2317 # called by the trap
 cleanup() {
 	local st=$?
+	# The console, for a caller that reads the verdict again (tests/e2e/:
+	# whether a run the emulator broke printed a kernel report first),
+	# also when this script was killed.
+	[ -z "${results:-}" ] || [ "$results" = "$work/out" ] ||
+		cp "$work/console.log" "$results/console.log" 2>/dev/null || true
 	if [ "${SQCQ_VM_KEEP:-0}" = 1 ]; then
 		sqcq_log "kept $work"
 	else

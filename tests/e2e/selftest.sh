@@ -1,0 +1,104 @@
+#!/bin/bash
+# tests/e2e/selftest.sh: the e2e verdict (tests/e2e/verdict.sh) can fail.
+# Attempts made up of the lines real ones print (no VM, a second): each
+# must be judged the emulator's, and so repeated, or a test's failure, as
+# below.  Above all a lockup of our guest poller that stopped L2 (its
+# report on L2's console only, its user space silent) is never repeated.
+# Prints PASS:/FAIL: lines; exit status 0 when all passed.
+set -u
+cd "$(dirname "$0")/../.." || exit 1
+# shellcheck source=tests/vm/common.sh
+. tests/vm/common.sh
+# shellcheck source=tests/e2e/verdict.sh
+. tests/e2e/verdict.sh
+PREFIX="e2e-selftest"
+# shellcheck source=tests/lib/check.sh
+. tests/lib/check.sh
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+# attempt NAME: a fresh attempt directory in $d; its files are written by
+# the caller (log, stall, results/console.log, results/l2/console.log).
+attempt() {
+	d=$tmp/$1
+	mkdir -p "$d/results/l2"
+	: >"$d/log"
+}
+# expect_repeat NAME / expect_ours NAME: the verdict on attempt $d.
+expect_repeat() {
+	if e2e_emulator_fault "$d"; then pass "$1 repeated ($E2E_WHY)"; else fail "$1 must be repeated, was judged ours: $E2E_WHY"; fi
+}
+expect_ours() {
+	if e2e_emulator_fault "$d"; then fail "$1 must fail, was repeated: $E2E_WHY"; else pass "$1 fails ($E2E_WHY)"; fi
+}
+ok_lines='PASS: e2e sqcq/sqcq l2 sqcq-negotiated
+PASS: e2e sqcq/sqcq fio-verify-crc32c'
+dfault_user='[  80.1] traps: PANIC: double fault, error_code: 0x0
+[  80.1] CPU: 0 PID: 312 Comm: fio Not tainted 6.1.0-57-amd64
+[  80.1] RIP: 0010:entry_SYSCALL_64+0x4/0x40
+[  80.1] RSP: 0018:00007ffd2c3a1e58 EFLAGS: 00010086
+[  80.1] Kernel panic - not syncing: Machine halted.'
+lockup='[  61.3] watchdog: BUG: soft lockup - CPU#0 stuck for 26s! [virtscsi-poll/0:211]
+[  61.3] RIP: 0010:virtscsi_poll_fn+0x91/0x2f0 [virtio_scsi_sqcq]'
+
+# The poller lockup of tests/README.md's "How each verdict can fail": L2's
+# user space stopped (no heartbeat: vm-l2-stall), the report is on L2's
+# console only.
+attempt lockup-stall
+printf '%s\nFAIL: vm-l2-stall (no heartbeat from L2 for 190 s, clean kernel log)\nFAIL: e2e sqcq/sqcq l2-run (nested.sh status 124)\n' \
+	"$ok_lines" >"$d/log"
+printf 'booting\n%s\n' "$lockup" >"$d/results/l2/console.log"
+expect_ours "guest poller lockup on L2's console, L2 stalled"
+# The same lockup with L1 frozen as well.
+attempt lockup-l1-stall
+echo "L1 silent for 300 s" >"$d/stall"
+printf 'booting\n%s\n' "$lockup" >"$d/results/l2/console.log"
+expect_ours "lockup on L2's console, L1 frozen"
+# A lockup in L1 (our host poller) on L1's console, L1 then gone.
+attempt host-lockup
+echo 'FAIL: vm-boot (VM exited (QEMU status 0) without COMMAND'"'"'s status, kernel 6.1.0-57)' >"$d/log"
+printf '%s\n' "${lockup//virtscsi-poll\/0/vhost-sqcq-poll}" >"$d/results/console.log"
+expect_ours "lockup on L1's console, L1 gone"
+# A test that failed before the emulator broke the attempt.
+attempt verify-then-reset
+printf 'FAIL: e2e sqcq/sqcq fio-verify-crc32c (2 verify errors)\nFAIL: vm-boot (VM exited (QEMU status 0) without COMMAND'"'"'s status, kernel 6.1.0-57)\n' >"$d/log"
+expect_ours "a failed verify, then L1 gone"
+# A double fault preceded by a report of ours.
+attempt report-then-dfault
+printf '%s\nFAIL: vm-kernel-log (BUG: double fault)\n' "$ok_lines" >"$d/log"
+printf '%s\n%s\n' "$lockup" "$dfault_user" >"$d/results/l2/console.log"
+cp "$d/results/l2/console.log" "$d/log.l2"
+cat "$d/log.l2" >>"$d/log"
+expect_ours "a lockup, then the emulator's double fault"
+# A double fault in our code (not a user stack, not error_entry).
+attempt own-dfault
+printf 'FAIL: vm-kernel-log (panic: double fault)\n[ 9.0] traps: PANIC: double fault, error_code: 0x0\n[ 9.0] RIP: 0010:virtscsi_poll_fn+0x10/0x2f0 [virtio_scsi_sqcq]\n[ 9.0] RSP: 0018:ffffb4a0c0123f58 EFLAGS: 00010086\n' >"$d/log"
+cp "$d/log" "$d/results/l2/console.log"
+expect_ours "a double fault in our code"
+# A timeout and nothing else: no sign of the emulator.
+attempt timeout
+echo 'FAIL: vm-timeout (QEMU killed after 900s, kernel 6.1.0-57)' >"$d/log"
+expect_ours "a timeout without a sign of the emulator"
+
+# What the emulator does here, and nothing else: repeated.
+attempt l2-stall-clean
+printf '%s\nFAIL: vm-l2-stall (no heartbeat from L2 for 190 s, clean kernel log)\nFAIL: e2e sqcq/sqcq l2-run (nested.sh status 124)\n' \
+	"$ok_lines" >"$d/log"
+printf 'booting\nsqcq-stage2: running command\n' >"$d/results/l2/console.log"
+expect_repeat "L2 frozen, clean consoles"
+attempt l1-reset
+echo 'FAIL: vm-boot (VM exited (QEMU status 0) without COMMAND'"'"'s status, kernel 6.1.0-57)' >"$d/log"
+printf 'booting\n' >"$d/results/console.log"
+expect_repeat "L1 reset silently"
+attempt kvm-error
+printf 'FAIL: vm-kvm-error (KVM internal error. Suberror: 3 in the nested guest)\nFAIL: e2e sqcq/sqcq l2-run (nested.sh status 125)\n' >"$d/log"
+expect_repeat "KVM internal error"
+attempt emulator-dfault
+printf '%s\nFAIL: vm-kernel-log (panic: double fault)\n%s\nFAIL: e2e sqcq/sqcq l2-run (nested.sh status 1)\n' \
+	"$ok_lines" "$dfault_user" >"$d/log"
+printf 'booting\n%s\n' "$dfault_user" >"$d/results/l2/console.log"
+expect_repeat "double fault on a user stack"
+attempt l1-frozen
+echo "L1 silent for 300 s" >"$d/stall"
+expect_repeat "L1 frozen"
+exit $((fails > 0))

@@ -1,0 +1,93 @@
+# shellcheck shell=bash disable=SC2034 # E2E_WHY is for the callers
+# Whose fault a failed end-to-end attempt was (sourced by tests/e2e/run.sh
+# and tests/e2e/selftest.sh; needs SQCQ_VM_LOG_BAD from tests/vm/common.sh).
+#
+# e2e_emulator_fault DIR: status 0 when the attempt in DIR (its log: the
+# attempt's whole output; results/console.log: L1's console;
+# results/l2/console.log: L2's) failed in the emulator underneath, not in
+# a test; the reason in E2E_WHY.  An attempt is the emulator's only when
+#  - every FAIL line it printed is one an emulator break leaves (below), and
+#  - neither level's console shows a kernel report (the patterns of the VM
+#    rig's own verdict), except the double faults that are the emulated
+#    CPU's by their frame (see the two functions below) and what follows
+#    them, and
+#  - it shows one of the breaks this rig has seen: L1 frozen (the stall
+#    file of run.sh's watchdog), "KVM internal error" from L2's QEMU, L2
+#    frozen (FAIL: vm-l2-stall), L1 gone before COMMAND's status (FAIL:
+#    vm-boot: a reset under -no-reboot, QEMU crashed or killed, a boot that
+#    stalled three times), or such a double fault.
+# A soft lockup of our guest poller, an oops, a failed verify: never the
+# emulator's, whatever else the attempt shows.
+
+# The FAIL lines an emulator break leaves behind: the rig's own verdicts
+# and the end of the L2 run that the break cut short.
+E2E_EMULATOR_FAILS='^FAIL: (vm-kvm-error|vm-l2-stall|vm-boot|vm-timeout) |^FAIL: e2e .* l2-run \(nested\.sh status [0-9]+\)$'
+
+# user_stack_double_fault LOG: the kernel log in LOG has a double fault
+# whose frame shows kernel code (CS 0010) running on a user-space stack
+# (RSP below 0x800000000000). The CPU switches to the kernel stack on every
+# entry from user mode; the only ring-0 code on a user stack is the few
+# instructions of the SYSCALL entry and exit between the stack switch and
+# SWAPGS, where interrupts are off and nothing of ours runs. A page fault
+# there (or an interrupt delivered with IF clear) is the emulated CPU's:
+# seen with the L2 of QEMU 7.2 and 10.0 over TCG's SVM, on the fio thread,
+# in any phase, with QEMU 7.2, 10.0 or 11.1 as L0.
+user_stack_double_fault() {
+	grep -aq 'traps: PANIC: double fault' "$1" &&
+		grep -a -A 12 'traps: PANIC: double fault' "$1" |
+		grep -qE 'RSP: 0018:0000[0-7][0-9a-f]{11}( |$)'
+}
+# entry_double_fault LOG: a double fault with RIP in error_entry, the
+# exception entry code itself: it faulted again and again until the
+# kernel stack ran out. Seen in the trixie pair's L2 on its idle CPU
+# (swapper, empty call trace) with RAX and RBP 0x1fb80, the per-CPU offset
+# of current_task: the GS base was gone, as in the user-stack case. No
+# driver code runs there.
+entry_double_fault() {
+	grep -aq 'traps: PANIC: double fault' "$1" &&
+		grep -a -A 12 'traps: PANIC: double fault' "$1" |
+		grep -q 'RIP: 0010:error_entry+'
+}
+emulator_double_fault() { user_stack_double_fault "$1" || entry_double_fault "$1"; }
+
+# console_report FILE: the console in FILE shows a kernel report; with an
+# emulator double fault, only what came before it counts.
+console_report() {
+	local n
+	[ -s "$1" ] || return 1
+	n=""
+	emulator_double_fault "$1" &&
+		n=$(grep -an -m 1 'traps: PANIC: double fault' "$1" | cut -d: -f1)
+	if [ -n "$n" ]; then head -n "$((n - 1))" "$1"; else cat "$1"; fi |
+		grep -aqE "$SQCQ_VM_LOG_BAD"
+}
+
+e2e_emulator_fault() {
+	local dir=$1 log=$1/log own c df=1
+	E2E_WHY=""
+	emulator_double_fault "$log" || df=0
+	# Our FAIL lines: all but the emulator's set; a vm-kernel-log line
+	# only where the log's report is an emulator double fault.
+	own=$(grep -aE '^FAIL: ' "$log" | grep -vE "$E2E_EMULATOR_FAILS" |
+		{ if [ "$df" = 1 ]; then grep -v '^FAIL: vm-kernel-log '; else cat; fi } | head -n 1)
+	if [ -n "$own" ]; then
+		E2E_WHY="a test failed: $own"
+		return 1
+	fi
+	for c in "$dir/results/console.log" "$dir/results/l2/console.log"; do
+		if console_report "$c"; then
+			E2E_WHY="kernel report on ${c#"$dir"/}: $(grep -aE -m 1 "$SQCQ_VM_LOG_BAD" "$c" | tr -d '\r')"
+			return 1
+		fi
+	done
+	if [ -s "$dir/stall" ]; then E2E_WHY="L1 froze (watchdog)"
+	elif grep -aq '^FAIL: vm-kvm-error' "$log"; then E2E_WHY="KVM internal error in L2's QEMU"
+	elif grep -aq '^FAIL: vm-l2-stall' "$log"; then E2E_WHY="L2 froze with clean consoles"
+	elif [ "$df" = 1 ]; then E2E_WHY="double fault of the emulated CPU (user stack or error_entry)"
+	elif grep -aq '^FAIL: vm-boot (' "$log"; then E2E_WHY="L1 gone before COMMAND's status, no kernel report"
+	else
+		E2E_WHY="no sign of the emulator"
+		return 1
+	fi
+	return 0
+}
