@@ -190,8 +190,9 @@ l1_stat() {
 # watch_l2: answer hotplug-{add,del}.req files (LUN 1 on WWPN_A's TPG),
 # hotplug-idle.req (the host poller's CPU while idle, for compare-l2.sh),
 # hotplug-sqcq{0,1}.req (our host's sqcq parameter),
-# hotplug-stopcont.req (L2 stopped and continued, qmp_stopcont) and
-# hotplug-stat.req (l1_stat, answered at once).
+# hotplug-stopcont.req (L2 stopped and continued, qmp_stopcont),
+# hotplug-stat.req (l1_stat, answered at once) and hotplug-exits.req
+# (L2's VM exits by reason so far, bench/l1-exits.sh, at once).
 # It also keeps the last host debugfs "queues" file of ours that showed
 # SQ/CQ in $l2dir/host-queues.sqcq (every 5 s), for the checks after L2.
 watch_l2() {
@@ -202,13 +203,15 @@ watch_l2() {
 				grep -qs '^mode: sqcq' "$f" && cp "$f" "$l2dir/host-queues.sqcq" 2>/dev/null
 			done
 		fi
-		for what in add del idle sqcq0 sqcq1 stopcont stat; do
+		for what in add del idle sqcq0 sqcq1 stopcont stat exits; do
 			[ -e "$l2dir/hotplug-$what.req" ] || continue
 			rm -f "$l2dir/hotplug-$what.req"
 			# Let L2 start watching before the event goes out.
-			[ "$what" = stat ] || sleep 1
+			[ "$what" = stat ] || [ "$what" = exits ] || sleep 1
 			if [ "$what" = stat ]; then
 				ans=$(l1_stat)
+			elif [ "$what" = exits ]; then
+				ans=$(bash "$ROOT/bench/l1-exits.sh" 2>&1)
 			elif [ "$what" = idle ]; then
 				ans=$(host_idle_ticks "${CMP_IDLE_S:-3}" 2>&1)
 			elif [ "$what" = stopcont ]; then
