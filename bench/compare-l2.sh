@@ -26,11 +26,18 @@
 # HOST_IDLE HOST_CONTENDED HOST_YIELDS GUEST_IDLE GUEST_CONTENDED
 # GUEST_STOLEN GUEST_IRQ_ONLY" (the last seven: the poll threads' sleeps by
 # reason, yields, and interrupts that left the guest poller asleep, over
-# the point; "-" where not known)
-# and "cmp-idle ..." on stdout for bench/compare.sh, which makes the table,
+# the point; "-" where not known),
+# "cmp-exits MODE RW QD JOBS ROUND IOS REASON=DELTA ..." (L1's VM exits of
+# the point by reason, bench/l1-exits.sh run by l1.sh on request; reasons
+# without exits left out; no line when L1 did not answer)
+# and "cmp-idle ..." on stdout for bench/compare.sh, which makes the tables,
 # and "PASS:/FAIL: compare ..." for what must hold (mode negotiated, fio
-# ran).  Nothing here asserts a timing.
-set -u
+# ran, and after every point: still the mode loaded, the SQ/CQ doorbells
+# used in SQ/CQ mode and never in classic).  A point that failed that check
+# prints its lines with MODE "sqcq-fallback" or "classic-notclassic":
+# compare.sh leaves them out of the medians and names them.  Nothing here
+# asserts a timing.
+set -uo pipefail
 GUEST=${1:?GUEST}
 KO=${3:?KO}
 SLOT_A=${E2E_SLOT_A:?}
@@ -71,6 +78,54 @@ l1_stat() {
 	wait_for 30 test -e "$SQCQ_RESULTS/hotplug-stat.done" || return 1
 	read -r REPLY <"$SQCQ_RESULTS/hotplug-stat.done"
 	rm -f "$SQCQ_RESULTS/hotplug-stat.done"
+}
+# l1_exits: REPLY = L1's VM exits by reason since its first answer,
+# "reason=count ..." (bench/l1-exits.sh, run by l1.sh on
+# hotplug-exits.req); status 1 when L1 does not answer, or answers
+# something else (an error message).  Without an answer to the first
+# request (EXITS_OK=0) it asks no more: each would wait 30 s.
+EXITS_OK=1
+l1_exits() {
+	local t
+	REPLY=""
+	[ "$EXITS_OK" = 1 ] || return 1
+	rm -f "$SQCQ_RESULTS/hotplug-exits.done"
+	: >"$SQCQ_RESULTS/hotplug-exits.req"
+	if ! wait_for 30 test -e "$SQCQ_RESULTS/hotplug-exits.done"; then
+		rm -f "$SQCQ_RESULTS/hotplug-exits.req"
+		return 1
+	fi
+	read -r REPLY <"$SQCQ_RESULTS/hotplug-exits.done"
+	rm -f "$SQCQ_RESULTS/hotplug-exits.done"
+	for t in $REPLY; do
+		[[ "$t" =~ ^[a-z0-9_:]+=[0-9]+$ ]] || { log "l1-exits answered: $REPLY"; REPLY=""; return 1; }
+	done
+}
+# exits_delta BEFORE AFTER: REPLY = "reason=delta ..." of two l1_exits
+# answers, reasons without exits left out (a reason missing from BEFORE
+# had none yet); status 1 when they are not one counter's: a reason gone
+# or a count gone down (the trigger removed), or the debugfs statistics
+# (stat:, counted since boot) on one side only.
+exits_delta() {
+	local t k v b
+	local -A a=()
+	REPLY=""
+	[ -n "$2" ] || return 1
+	if [ -n "$1" ]; then
+		[ "${1:0:5}" = stat: ] && [ "${2:0:5}" != stat: ] && return 1
+		[ "${1:0:5}" != stat: ] && [ "${2:0:5}" = stat: ] && return 1
+	else
+		[ "${2:0:5}" != stat: ] || return 1
+	fi
+	for t in $1; do a[${t%%=*}]=${t#*=}; done
+	for t in $2; do
+		k=${t%%=*} v=${t#*=}
+		b=${a[$k]:-0}
+		unset "a[$k]"
+		[ "$v" -ge "$b" ] || return 1
+		[ "$v" = "$b" ] || REPLY+="${REPLY:+ }$k=$((v - b))"
+	done
+	[ "${#a[@]}" = 0 ]
 }
 # delta A B: B - A for numbers, "-" when either is not one.
 delta() {
@@ -123,11 +178,13 @@ guest_why() {
 	REPLY+=" ${DBGV[poll_sleeps_stolen]:--} ${DBGV[poll_irq_only]:--}"
 }
 
-# points MODE ROUND: every point once, a result line each.
+# points MODE ROUND: every point once, a result line each; after each the
+# mode checked again (see still_mode).
+declare -A points_bad points_ok
 points() {
 	local mode=$1 round=$2 p rw qd nj out st iops e0 b0 e1 b1 ex bz
 	local -a l0 l1 g0 g1
-	local why i
+	local why i x0 xd tag
 	for p in $POINTS; do
 		IFS=: read -r rw qd nj <<<"$p"
 		l1_stat
@@ -136,13 +193,21 @@ points() {
 		guest_why
 		read -ra g0 <<<"$REPLY"
 		queue_sums "$DBG"
-		r0=$REQS k0=$KICKS i0=$IRQS
+		r0=$REQS k0=$KICKS i0=$IRQS d0=$DBS s0=$SAVED
+		# Exits by reason: sampled right around fio, the handshake
+		# (L1 looks every 0.5 s) adds an idle second or so to each side.
+		x0=-
+		l1_exits && x0=$REPLY
 		out=/tmp/cmp-$mode-$rw-$qd-$nj.terse
 		timeout -k 5 $((RT + 60)) fio --minimal --name=cmp --filename="$DISK" \
 			--ioengine=libaio --direct=1 --rw="$rw" --bs=4k --iodepth="$qd" \
 			--numjobs="$nj" --group_reporting --time_based --runtime="$RT" \
 			--size=16m --randrepeat=0 >"$out" 2>/dev/null
 		st=$?
+		xd=""
+		if [ "$x0" != - ] && l1_exits && exits_delta "$x0" "$REPLY"; then
+			xd=$REPLY
+		fi
 		queue_sums "$DBG"
 		guest_why
 		read -ra g1 <<<"$REPLY"
@@ -170,8 +235,43 @@ points() {
 			fail "$mode fio $rw qd$qd jobs$nj round $round (status $st)"
 			continue
 		fi
-		echo "cmp $mode $rw $qd $nj $iops $((REQS - r0)) $((KICKS - k0)) $((IRQS - i0)) $ex $bz $round$why"
+		tag=$mode
+		if ! still_mode "$mode" $((DBS - d0)) $((SAVED - s0)); then
+			if [ "$mode" = sqcq ]; then
+				fail "$mode $rw qd$qd jobs$nj round $round: fell back ($REPLY)"
+				tag=sqcq-fallback
+			else
+				fail "$mode $rw qd$qd jobs$nj round $round: not classic ($REPLY)"
+				tag=classic-notclassic
+			fi
+			points_bad[$mode]=$((${points_bad[$mode]:-0} + 1))
+		else
+			points_ok[$mode]=$((${points_ok[$mode]:-0} + 1))
+		fi
+		echo "cmp $tag $rw $qd $nj $iops $((REQS - r0)) $((KICKS - k0)) $((IRQS - i0)) $ex $bz $round$why"
+		[ -z "$xd" ] || echo "cmp-exits $tag $rw $qd $nj $round $((REQS - r0)) $xd"
 	done
+}
+
+# still_mode MODE DOORBELLS SAVED: the point just run was MODE's.  Its
+# debugfs mode is still MODE, and in SQ/CQ mode a doorbell carried work
+# (DOORBELLS: CQ index moves the guest poller found, SAVED: requests
+# published on the SQ doorbell without a kick, both over the point): the
+# sum, as at QD1 under TCG either may stay near 0 for a point while the
+# other's poller sleeps, and a device that fell back moves neither.  In
+# classic mode neither moves.  Else status 1, REPLY = what was seen.
+still_mode() {
+	local mode=$1 dbs=$2 saved=$3 now why
+	dbg_value "$DBG" mode
+	now=$REPLY
+	dbg_value "$DBG" classic_why
+	why=$REPLY
+	REPLY="mode $now, classic_why $why, doorbells +$dbs, kicks saved +$saved"
+	if [ "$mode" = sqcq ]; then
+		[ "$now" = sqcq ] && [ $((dbs + saved)) -gt 0 ]
+	else
+		[ "$now" = classic ] && [ "$dbs" = 0 ] && [ "$saved" = 0 ]
+	fi
 }
 
 # idle_sample: the CPU time of the idle poll threads (guest here, host in
@@ -204,6 +304,12 @@ idle_sample() {
 	fi
 }
 
+# The first request installs L1's exit histogram (bench/l1-exits.sh):
+# it counts from here, before the first point.
+if ! l1_exits; then
+	log "L1 gave no exits by reason (hotplug-exits.req): no cmp-exits lines"
+	EXITS_OK=0
+fi
 for ((round = 1; round <= ROUNDS; round++)); do
 	order="classic sqcq"
 	[ $((round % 2)) = 0 ] && order="sqcq classic"
@@ -216,6 +322,8 @@ for ((round = 1; round <= ROUNDS; round++)); do
 done
 for mode in classic sqcq; do
 	[ "${mode_ok[$mode]:-}" = yes ] && pass "$mode mode-negotiated ($mode, every round)"
+	[ "${points_ok[$mode]:-0}" -gt 0 ] && [ "${points_bad[$mode]:-0}" = 0 ] &&
+		pass "$mode stayed $mode (${points_ok[$mode]} points: mode and doorbells read after each)"
 done
 echo "compare-l2: $fails failed" >&2
 [ "$fails" = 0 ]

@@ -12,7 +12,12 @@
 # debugfs counters, L1's KVM exits per I/O (the nested guest's VM exits)
 # and L1's busy CPU time per I/O (every thread of both sides, pollers
 # included), the mode each run negotiated, and the poll threads' CPU time
-# while idle after the last SQ/CQ points.
+# while idle after the last SQ/CQ points.  A second table: why the pollers
+# slept.  A third: L1's VM exits per I/O by exit reason (bench/l1-exits.sh),
+# classic and SQ/CQ side by side with their difference.  A point whose mode
+# no longer held afterwards (compare-l2.sh reads it after every point: an
+# SQ/CQ run that fell back to classic, or a classic one that used the
+# doorbells) is left out of every median and marked "(fell back)".
 #
 # --short: the demo's form (four points, 3 s each, 3 rounds).  Both modules
 # run with their defaults (what a user gets without tuning); more insmod
@@ -20,8 +25,8 @@
 # CMP_L2_SMP: the nested guest's vCPUs (default 1, as in the e2e stage: on
 # two, the emulated nested guest broke in most runs on the 2-core machine).
 # Only ratios and counts mean anything here (TCG, nested): nothing asserts
-# a timing.  Exit status 0 when both modes ran every point and negotiated
-# what they should.
+# a timing.  Exit status 0 when both modes ran every point, negotiated
+# what they should and kept it to the end of every point.
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
@@ -74,10 +79,33 @@ function stats(s,    a, n, i, j, t) {
 	split("", seen); split("", iops); split("", allio); split("", ios); split("", kicks)
 	split("", irqs); split("", exits); split("", exio); split("", busy); split("", bzio)
 	split("", why); split("", whyio); n = 0
+	split("", fb); split("", xv); split("", xios); split("", xr); split("", xset); split("", xnames)
+}
+# point(rw, qd, jobs): the name of a point in the tables, in order of first sight.
+function point(rw, qd, nj,    k) {
+	k = rw " QD" qd " x" nj
+	if (!(k in seen)) { seen[k] = 1; order[++n] = k }
+	return k
+}
+# Points that did not keep their mode: named, left out of the medians.
+/^cmp (sqcq-fallback|classic-notclassic) / {
+	k = point($3, $4, $5)
+	fb[k] = fb[k] sprintf("%s%s round %s", fb[k] == "" ? "" : ", ", $2 ~ /^sqcq/ ? "SQ/CQ" : "classic", $12)
+}
+# cmp-exits MODE RW QD JOBS ROUND IOS reason=delta...: per round and reason.
+/^cmp-exits (classic|sqcq) / {
+	k = point($3, $4, $5)
+	m = $2; r = $6
+	if ($7 <= 0 || (m, k, r) in xios) next
+	xios[m, k, r] = $7; xr[m, k] = xr[m, k] " " r
+	for (f = 8; f <= NF; f++) {
+		split($f, kv, "=")
+		xv[m, k, r, kv[1]] = kv[2]
+		if (!((k, kv[1]) in xset)) { xset[k, kv[1]] = 1; xnames[k] = xnames[k] " " kv[1] }
+	}
 }
 /^cmp (classic|sqcq) / {
-	k = $3 " QD" $4 " x" $5
-	if (!(k in seen)) { seen[k] = 1; order[++n] = k }
+	k = point($3, $4, $5)
 	m = $2; r = $12
 	iops[m, k, r] = $6
 	allio[m, k] = allio[m, k] " " $6
@@ -92,6 +120,18 @@ function stats(s,    a, n, i, j, t) {
 /^cmp-idle guest / { idle = sprintf("guest poll thread %d ticks in %d s (its sleeps %d -> %d)", $3, $4, $5, $6) }
 /^cmp-idle host / { hidle = sprintf("host poll thread %s ticks in %d s", $3, $4) }
 /^PASS: compare (classic|sqcq) mode-negotiated/ { mode[$3] = 1 }
+function label(k) { return (k in fb) ? k " (fell back)" : k }
+# xmed(m, k, name): median over the rounds of mode m at point k of that
+# reason: exits per I/O (0 in a round without it); "" without rounds.
+function xmed(m, k, name,    rs, nr, i, v) {
+	nr = split(xr[m, k], rs, " ")
+	if (!nr) return ""
+	v = ""
+	for (i = 1; i <= nr; i++)
+		v = v " " (((m, k, rs[i], name) in xv) ? xv[m, k, rs[i], name] / xios[m, k, rs[i]] : 0)
+	stats(v)
+	return med
+}
 END {
 	printf "\n## Classic vs SQ/CQ (nested guest, unmodified QEMU, TCG; %s s per point, %s alternating rounds)\n\n", rt, rounds
 	printf "| 4 KiB libaio | classic IOPS | SQ/CQ IOPS | SQ/CQ / classic (min-max) | kicks/io C | irqs/io C | kicks/io S | irqs/io S | exits/io C | exits/io S | CPU us/io C | CPU us/io S |\n"
@@ -106,7 +146,7 @@ END {
 		stats(allio["sqcq", k]); ms = med
 		rn = stats(rs)
 		ratio = rn ? sprintf("%.2f (%.2f-%.2f, %d)", med, lo, hi, rn) : "-"
-		printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", k, mc, ms, ratio,
+		printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", label(k), mc, ms, ratio,
 			perio(kicks["classic", k], ios["classic", k]), perio(irqs["classic", k], ios["classic", k]),
 			perio(kicks["sqcq", k], ios["sqcq", k]), perio(irqs["sqcq", k], ios["sqcq", k]),
 			perio(exits["classic", k], exio["classic", k]), perio(exits["sqcq", k], exio["sqcq", k]),
@@ -115,12 +155,15 @@ END {
 	printf "\nC = classic, S = SQ/CQ. Ratio: median of the per-round ratios (min-max, rounds). exits/io: KVM exits in L1 (every exit of L2) per I/O. CPU us/io: L1 busy time (both vCPUs: L2 with fio and the guest poller, QEMU, the host poller, LIO) per I/O.\n"
 	printf "mode negotiated: classic run %s, SQ/CQ run %s\n", \
 		("classic" in mode) ? "classic" : "NOT classic", ("sqcq" in mode) ? "sqcq" : "NOT sqcq"
+	for (i = 1; i <= n; i++)
+		if (order[i] in fb)
+			printf "fell back (mode or doorbells after the point not the mode loaded; left out of every median): %s: %s\n", order[i], fb[order[i]]
 	printf "\n### Why the SQ/CQ pollers slept (SQ/CQ mode, per 1000 I/O, all rounds)\n\n"
 	printf "| 4 KiB libaio | host idle | host contended | host yields | guest idle | guest contended | guest stolen | irqs, guest poller left asleep |\n"
 	printf "|---|---:|---:|---:|---:|---:|---:|---:|\n"
 	for (i = 1; i <= n; i++) {
 		k = order[i]
-		printf "| %s", k
+		printf "| %s", label(k)
 		for (f = 13; f <= 19; f++)
 			printf " | %s", perio(why["sqcq", k, f] * 1000, whyio["sqcq", k, f])
 		printf " |\n"
@@ -128,6 +171,38 @@ END {
 	printf "\nA poller that sleeps leaves NEED_WAKEUP set: the other side kicks (host) or interrupts (guest) for the next request. idle: its adaptive window ran out without work; contended: another task wanted its CPU; stolen: the hypervisor ran something else on the guest poller'"'"'s vCPU; yields: the host poller gave the CPU up and went on polling.\n"
 	if (idle != "" || hidle != "")
 		printf "CPU while idle after the SQ/CQ points (clock ticks of 10 ms): %s; %s\n", idle, hidle
+	printf "\n### L1'"'"'s VM exits by reason (per I/O, median over rounds)\n\n"
+	rows = 0
+	for (i = 1; i <= n; i++) {
+		k = order[i]
+		nn = split(xnames[k], nm, " ")
+		# The reasons with the most exits (both modes) first.
+		for (j = 1; j <= nn; j++) {
+			c = xmed("classic", k, nm[j]); s = xmed("sqcq", k, nm[j])
+			xc[j] = c; xs[j] = s; tot[j] = c + s; ix[j] = j
+		}
+		for (j = 2; j <= nn; j++)
+			for (l = j; l > 1 && tot[ix[l - 1]] < tot[ix[l]]; l--) { t = ix[l]; ix[l] = ix[l - 1]; ix[l - 1] = t }
+		small = 0
+		for (j = 1; j <= nn; j++) {
+			c = xc[ix[j]]; s = xs[ix[j]]
+			# Below 0.001 per I/O in both: counted, not shown.
+			if ((c == "" || c < 0.0005) && (s == "" || s < 0.0005)) { small++; continue }
+			if (!rows++) {
+				printf "| 4 KiB libaio | exit reason | classic | SQ/CQ | SQ/CQ - classic |\n"
+				printf "|---|---|---:|---:|---:|\n"
+			}
+			printf "| %s | %s | %s | %s | %s |\n", label(k), nm[ix[j]],
+				c == "" ? "-" : sprintf("%.3f", c), s == "" ? "-" : sprintf("%.3f", s),
+				(c == "" || s == "") ? "-" : sprintf("%+.3f", s - c)
+		}
+		if (small)
+			printf "| %s | %d more | < 0.001 | < 0.001 | |\n", label(k), small
+	}
+	if (rows)
+		printf "\nExits of the nested guest seen by KVM in L1 (kvm:kvm_exit, keyed on the exit code; \"stat:\": KVM'"'"'s debugfs statistics where the tracepoint was not usable) per I/O, over fio'"'"'s window plus about a second of idle handshake on each side. SVM names: npf = nested page fault (virtio-pci notify writes are MMIO, so kicks land here), io = port I/O, hlt = idle vCPU, msr = MSR accesses (TSC-deadline timer, x2APIC EOI and IPIs), intr = host interrupt, vintr = interrupt window; see bench/README.md.\n"
+	else
+		printf "none: L1 gave no exits by reason (bench/l1-exits.sh, hotplug-exits.req in tests/e2e/l1.sh)\n"
 }' "$log"
 if [ "$rc" != 0 ]; then
 	echo "compare: the run failed (status $rc); see the lines above and out/logs/e2e-sqcq-sqcq-*/" >&2

@@ -11,8 +11,11 @@
 # order of the three rotates point by point to even out drift.
 #
 # Prints one table: IOPS of each, the ratios ours/in-tree and SQ/CQ/classic,
-# and notifications (kicks + calls) per I/O seen by the client.  It is a benchmark, not a test: nothing
-# is asserted.  TCG on a small machine: only the ratios mean anything.
+# and notifications (kicks + calls) per I/O seen by the client.  It is a
+# benchmark, not a test: no timing is asserted; but a client run that did
+# not run as its column says (its status, verify errors, a refused SQ/CQ
+# setup) gives a FAIL line, no ratios for its point and exit status 1.
+# TCG on a small machine: only the ratios mean anything.
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"

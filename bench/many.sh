@@ -14,7 +14,8 @@
 # I/O, the host's worker and shared poll threads, their CPU time per second
 # of wall time (all of them, and the busiest one), how many of them ran on
 # the poll CPU and how many used more than half a CPU.
-# A benchmark, not a test: nothing is asserted.
+# A benchmark, not a test: no timing is asserted; a client that failed or
+# ran another mode than asked gives a FAIL line and exit status 1.
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
