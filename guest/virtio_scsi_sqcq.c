@@ -50,6 +50,7 @@
 #define SQCQ_PARAM_DEFINE	/* the parameters' one definition */
 #include "sqcq_param.h"
 #include "sqcq_uapi.h"
+#include "sqcq_faults.h"
 
 /* Upper bound on poll queues; the device's queue count caps it further. */
 #define SQCQ_MAX_POLL_QUEUES	256
@@ -101,13 +102,16 @@ MODULE_PARM_DESC(virtscsi_poll_queues, "Alias of poll_queues");
 #define SQCQ_VQ_REQ0		2
 #define SQCQ_NR_EVENTS		8
 /*
- * Control requests are waited for without a time limit; every
+ * Task-management requests are waited for without a time limit; every
  * SQCQ_CTRL_REAP the waiter reaps the control queue itself (a lost
  * interrupt must not look like a slow device), and after SQCQ_CTRL_SLOW it
- * logs once that it is still waiting.
+ * logs once that it is still waiting.  The SQ/CQ setup exchange, which a
+ * device that does not know it might never answer, is waited for at most
+ * SQCQ_SETUP_WAIT: then the device stays classic (virtscsi_sqcq_setup()).
  */
 #define SQCQ_CTRL_REAP		(5 * HZ)
 #define SQCQ_CTRL_SLOW		(30 * HZ)
+#define SQCQ_SETUP_WAIT		(10 * HZ)
 /* Completions taken off a ring per lock hold. */
 #define SQCQ_DRAIN_BATCH	32
 /* Bounds on what the device's config space may ask for. */
@@ -202,8 +206,13 @@ struct virtscsi_dev {
 	struct virtscsi_dma_area mem;	/* where area lives */
 	/* An area the device may still use (odd setup), freed after reset. */
 	struct virtscsi_dma_area stale;
-	/* A setup request the device still holds (probe killed), ditto. */
+	/*
+	 * A setup request the device still holds (probe killed, or no answer
+	 * in time) and the teardown queued behind an unanswered one
+	 * (virtscsi_setup_abandon()), ditto.
+	 */
 	struct virtscsi_tmf *stale_tmf;
+	struct virtscsi_tmf *stale_teardown;
 	/* Why SQ/CQ is not in use (debugfs); NULL while it is. */
 	const char *classic_why;
 	enum virtscsi_state state;		/* written under virtscsi_lock */
@@ -869,7 +878,7 @@ static const char *virtscsi_tmf_name(u32 subtype)
  * owns it).
  */
 static int virtscsi_ctrl_queue(struct virtscsi_dev *dev, struct virtscsi_tmf *tmf,
-			       size_t out_len)
+			       size_t out_len, bool notify)
 {
 	struct scatterlist out, in, *sgs[2] = { &out, &in };
 	struct virtscsi_vq *q = &dev->ctrl;
@@ -884,20 +893,22 @@ static int virtscsi_ctrl_queue(struct virtscsi_dev *dev, struct virtscsi_tmf *tm
 	spin_lock_irqsave(&q->lock, flags);
 	ret = virtscsi_vq_add(q, sgs, 1, 1, tmf, true, &kick);
 	spin_unlock_irqrestore(&q->lock, flags);
-	virtscsi_vq_notify(kick);
+	if (notify)
+		virtscsi_vq_notify(kick);
 	return ret;
 }
 
 /*
  * Wait until the device returned @tmf (answered, or handed back by a reset:
- * virtscsi_reclaim()).  No time limit: the device owns the request and may
- * still write its answer.  Every SQCQ_CTRL_REAP the control queue is reaped
- * here, so a lost interrupt costs seconds, not forever.  @killable (probe
- * only): a fatal signal ends the wait with -EINTR and the device still owns
- * @tmf; the caller must reset the device before freeing it.
+ * virtscsi_reclaim()).  Every SQCQ_CTRL_REAP the control queue is reaped
+ * here, so a lost interrupt costs seconds, not forever.  @limit (jiffies, a
+ * multiple of SQCQ_CTRL_REAP; 0: none) ends the wait with -ETIMEDOUT.
+ * @killable (probe only): a fatal signal ends it with -EINTR.  After
+ * either the device still owns @tmf and may write its answer: the caller
+ * keeps it until the device is reset.
  */
 static int virtscsi_ctrl_wait(struct virtscsi_dev *dev, struct virtscsi_tmf *tmf,
-			      const char *what, bool killable)
+			      const char *what, bool killable, unsigned long limit)
 {
 	unsigned long waited = 0;
 	long left;
@@ -919,6 +930,8 @@ static int virtscsi_ctrl_wait(struct virtscsi_dev *dev, struct virtscsi_tmf *tmf
 		if (left)
 			break;
 		waited += SQCQ_CTRL_REAP;
+		if (limit && waited >= limit)
+			break;
 		if (waited == SQCQ_CTRL_SLOW) {
 			atomic64_inc(&dev->tmf_slow);
 			dev_warn(&dev->vdev->dev, "%s: no answer after %u s; still waiting (the device owns the request until it answers or is reset)\n",
@@ -928,6 +941,8 @@ static int virtscsi_ctrl_wait(struct virtscsi_dev *dev, struct virtscsi_tmf *tmf
 	atomic_dec(&dev->ctrl_waiting);
 	if (left < 0)
 		return -EINTR;
+	if (!left)
+		return -ETIMEDOUT;
 	if (waited >= SQCQ_CTRL_SLOW)
 		dev_info(&dev->vdev->dev, "%s: answered after about %lu s\n",
 			 what, waited / HZ);
@@ -954,7 +969,7 @@ static int virtscsi_send_tmf(struct virtscsi_dev *dev, struct scsi_cmnd *sc,
 	tmf->req.tmf.tag = cpu_to_virtio64(vdev, tag);
 	virtscsi_encode_lun(tmf->req.tmf.lun, sc->device);
 
-	ret = virtscsi_ctrl_queue(dev, tmf, sizeof(tmf->req.tmf));
+	ret = virtscsi_ctrl_queue(dev, tmf, sizeof(tmf->req.tmf), true);
 	if (ret) {
 		sdev_printk(KERN_ERR, sc->device,
 			    "%s: cannot queue on the control queue (%d)\n",
@@ -963,7 +978,7 @@ static int virtscsi_send_tmf(struct virtscsi_dev *dev, struct scsi_cmnd *sc,
 		return FAILED;
 	}
 	/* Not killable: the error handler is a kernel thread. */
-	virtscsi_ctrl_wait(dev, tmf, virtscsi_tmf_name(subtype), false);
+	virtscsi_ctrl_wait(dev, tmf, virtscsi_tmf_name(subtype), false, 0);
 
 	resp = tmf->resp.tmf.response;
 	kfree(tmf);
@@ -1877,21 +1892,23 @@ static const char *virtscsi_refusal(struct virtscsi_dev *dev)
 /*
  * Ask the device to let go of the area after an answer we refused.  Returns
  * true when it says it holds none (teardown done, or never set up).
+ * *@held: the wait ended without an answer (-EINTR or -ETIMEDOUT), the
+ * device owning @tmf.
  */
 static bool virtscsi_teardown_req(struct virtscsi_dev *dev, struct virtscsi_tmf *tmf,
-				  bool *killed)
+				  int *held)
 {
 	u16 st;
 
-	*killed = false;
+	*held = 0;
 	memset(&tmf->resp, 0, sizeof(tmf->resp));
 	tmf->req.sqcq.tmf.subtype = cpu_to_le32(SQCQ_TMF_SUBTYPE_TEARDOWN);
-	if (virtscsi_ctrl_queue(dev, tmf, sizeof(tmf->req.sqcq)))
+	if (virtscsi_ctrl_queue(dev, tmf, sizeof(tmf->req.sqcq), true))
 		return false;
-	if (virtscsi_ctrl_wait(dev, tmf, "SQ/CQ teardown", true)) {
-		*killed = true;
+	*held = virtscsi_ctrl_wait(dev, tmf, "SQ/CQ teardown", true,
+				   SQCQ_SETUP_WAIT);
+	if (*held)
 		return false;
-	}
 	st = le16_to_cpu(tmf->resp.sqcq.resp.status);
 	return le32_to_cpu(tmf->resp.sqcq.resp.magic) == SQCQ_MAGIC &&
 	       (st == SQCQ_S_OK || st == SQCQ_S_NOT_SETUP);
@@ -1940,15 +1957,43 @@ static struct virtscsi_tmf *virtscsi_setup_build(struct virtscsi_dev *dev,
 
 /*
  * Send the setup request on the control queue and wait for the answer
- * (killable, no time limit).  Returns 0 once answered; -EINTR when killed,
- * the device still owning @tmf and the area; -ENODEV when it could not be
- * queued (the caller still owns both).
+ * (killable, at most SQCQ_SETUP_WAIT).  Returns 0 once answered; -EINTR
+ * when killed or -ETIMEDOUT without an answer, the device still owning
+ * @tmf and the area; -ENODEV when it could not be queued (the caller still
+ * owns both).
  */
 static int virtscsi_setup_send(struct virtscsi_dev *dev, struct virtscsi_tmf *tmf)
 {
-	if (virtscsi_ctrl_queue(dev, tmf, sizeof(tmf->req.sqcq)))
+	/* Unsent: only in a test build (common/sqcq_faults.h). */
+	if (virtscsi_ctrl_queue(dev, tmf, sizeof(tmf->req.sqcq),
+				!sqcq_fault_setup_unsent()))
 		return -ENODEV;
-	return virtscsi_ctrl_wait(dev, tmf, "SQ/CQ setup", true);
+	return virtscsi_ctrl_wait(dev, tmf, "SQ/CQ setup", true, SQCQ_SETUP_WAIT);
+}
+
+/*
+ * The setup request went unanswered: queue a teardown behind it, not
+ * waited for.  A device that answers late takes the two in order, so a
+ * late success is undone at once and the device serves the rings as
+ * classic (a setup the guest did not install must not be polled).  The
+ * request, if it could be queued, belongs to the device like the setup
+ * (kept in dev->stale_teardown until the reset).
+ */
+static void virtscsi_setup_abandon(struct virtscsi_dev *dev)
+{
+	struct virtscsi_tmf *tmf;
+
+	tmf = kzalloc(sizeof(*tmf), GFP_KERNEL);
+	if (!tmf)
+		return;
+	tmf->req.sqcq.tmf.type = cpu_to_le32(SQCQ_VIRTIO_SCSI_T_TMF);
+	tmf->req.sqcq.tmf.subtype = cpu_to_le32(SQCQ_TMF_SUBTYPE_TEARDOWN);
+	tmf->req.sqcq.tmf.lun[0] = 1;
+	if (virtscsi_ctrl_queue(dev, tmf, sizeof(tmf->req.sqcq), true)) {
+		kfree(tmf);
+		return;
+	}
+	dev->stale_teardown = tmf;
 }
 
 /* What becomes of the doorbell area after the device answered. */
@@ -1956,6 +2001,7 @@ enum virtscsi_setup_end {
 	SQCQ_SETUP_USE,		/* a well-formed success: install it */
 	SQCQ_SETUP_FREE,	/* refused, the device holds nothing: free it */
 	SQCQ_SETUP_KEEP,	/* refused, the device may hold it until reset */
+	SQCQ_SETUP_HELD,	/* teardown unanswered, the device holds both */
 	SQCQ_SETUP_KILLED,	/* teardown interrupted, the device holds both */
 };
 
@@ -1970,7 +2016,8 @@ static enum virtscsi_setup_end virtscsi_setup_interpret(struct virtscsi_dev *dev
 							const char **why)
 {
 	const struct sqcq_setup_resp *r = &tmf->resp.sqcq.resp;
-	bool attached, killed;
+	bool attached;
+	int held;
 
 	*why = virtscsi_setup_answer(dev, &tmf->resp.sqcq, &attached);
 	if (!*why) {
@@ -1982,9 +2029,11 @@ static enum virtscsi_setup_end virtscsi_setup_interpret(struct virtscsi_dev *dev
 	if (!attached)
 		return SQCQ_SETUP_FREE;
 	/* The host may have attached: ask it to let go first. */
-	if (virtscsi_teardown_req(dev, tmf, &killed))
+	if (virtscsi_teardown_req(dev, tmf, &held))
 		return SQCQ_SETUP_FREE;
-	return killed ? SQCQ_SETUP_KILLED : SQCQ_SETUP_KEEP;
+	if (held == -EINTR)
+		return SQCQ_SETUP_KILLED;
+	return held ? SQCQ_SETUP_HELD : SQCQ_SETUP_KEEP;
 }
 
 /*
@@ -2081,6 +2130,11 @@ static int virtscsi_sqcq_setup(struct virtscsi_dev *dev)
 	ret = virtscsi_setup_send(dev, tmf);
 	if (ret == -EINTR)
 		goto killed;
+	if (ret == -ETIMEDOUT) {
+		why = "no answer to the setup request";
+		virtscsi_setup_abandon(dev);
+		goto held;
+	}
 	if (ret) {
 		why = "control queue unavailable";
 		goto free_area;
@@ -2097,11 +2151,22 @@ static int virtscsi_sqcq_setup(struct virtscsi_dev *dev)
 		dev->stale = mem;
 		kfree(tmf);
 		return 0;
+	case SQCQ_SETUP_HELD:
+		goto held;
 	case SQCQ_SETUP_KILLED:
 		goto killed;
 	}
 	kfree(tmf);
 	virtscsi_setup_install(dev, &mem);
+	return 0;
+
+held:
+	/* Classic; the device still owns both: freed after the reset. */
+	dev_warn(&vdev->dev, "SQ/CQ not used (%s within %u s): classic mode (the request and %zu bytes kept for the device until it is reset)\n",
+		 why, SQCQ_SETUP_WAIT / HZ, bytes);
+	dev->classic_why = why;
+	dev->stale = mem;
+	dev->stale_tmf = tmf;
 	return 0;
 
 free_area:
@@ -2148,6 +2213,8 @@ static void virtscsi_sqcq_stop(struct virtscsi_dev *dev)
 	virtscsi_area_free(&dev->stale);
 	kfree(dev->stale_tmf);
 	dev->stale_tmf = NULL;
+	kfree(dev->stale_teardown);
+	dev->stale_teardown = NULL;
 }
 
 static bool virtscsi_wants_events(struct virtio_device *vdev)

@@ -172,8 +172,10 @@ per_kernel() {
 # other pairs are by-hand runs (tests/README.md).
 e2e_stage() {
 	local rc=0 pair hg q k opts smp viommu retries=${E2E_RETRIES:-3}
-	# The verdict that decides which attempts are repeated can fail.
+	# The verdict that decides which attempts are repeated can fail, and
+	# so can the benchmark's parser of L1's exit reasons.
 	tests/e2e/selftest.sh || rc=1
+	bash bench/l1-exits.sh --selftest || rc=1
 	# HOST/GUEST[@SUITE of L2's QEMU]
 	for pair in intree/sqcq takeover/intree sqcq/sqcq@trixie; do
 		hg=${pair%@*} q=bookworm opts="" smp=1

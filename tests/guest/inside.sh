@@ -407,5 +407,45 @@ else
 	check "rmmod-again" rmmod $MOD
 fi
 
+# ---- 10. a device that never answers the SQ/CQ setup request ---------
+# The driver's test build (tests/faults/guest/: the same source, its fault
+# hooks live) queues the setup request without notifying the device
+# (fault_setup_unsent=1): to the driver, a device that never answers, the
+# one a stock backend could be.  Probe ends after the bounded wait, the
+# device classic with the reason in debugfs and its disks usable; the
+# request stays the device's until the teardown queued behind it (which
+# QEMU answers once notified) or the reset at rmmod hands it back.
+log "section 10: a device that never answers the setup request"
+FMOD=virtio_scsi_sqcq_faults
+FKO=$(dirname "$KO")/$FMOD.ko
+# The SCSI host's proc_name shows at most 19 characters (and NULs after).
+fdisks() {
+	local h d
+	for h in /sys/class/scsi_host/host*; do
+		[ "$(tr -d '\0' <"$h/proc_name" 2>/dev/null)" = "${FMOD:0:19}" ] || continue
+		for d in "$h"/device/target*/*/block/*; do
+			[ -e "$d" ] && echo "/dev/${d##*/}"
+		done
+	done | sort
+}
+fhas_disks() { [ "$(fdisks | wc -l)" -ge "$NDISKS" ]; }
+finfo() { awk -v k="$1:" '$1 == k { sub(/^[^:]*: /, ""); print }' "/sys/kernel/debug/$FMOD/$VDEV/info"; }
+[ ! -d /sys/module/$MOD ] || rmmod $MOD
+if check "fault build present ($FKO)" test -f "$FKO"; then
+	dmesg -C
+	# insmod returns once probe has: never, before the bounded wait.
+	if check "probe ends without a setup answer" timeout 120 insmod "$FKO" \
+		fault_setup_unsent=1 poll_queues=0; then
+		check "disks of the unanswered device ($NDISKS)" wait_for 30 fhas_disks
+		check "classic, why: $(finfo classic_why)" \
+			[ "$(finfo mode)/$(finfo classic_why)" = "classic/no answer to the setup request" ]
+		check "one line says so" \
+			[ "$(dmesg | grep -c 'SQ/CQ not used (no answer to the setup request within')" = 1 ]
+		FDISK=$(fdisks | head -n 1)
+		check "fio-verify on the unanswered device" fio_verify nosetup libaio "$FDISK" $((8 / DIV + 1))m
+		check "rmmod the unanswered device" rmmod $FMOD
+	fi
+fi
+
 echo "guest tests: $fails failed"
 [ $fails = 0 ]

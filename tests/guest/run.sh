@@ -83,6 +83,10 @@ if [ -e out/.matrix.lock ]; then
 	flock -s -w 1800 7 || echo "guest-test: out/.matrix.lock still held; copying anyway" >&2
 fi
 cp "$ko" "$work/results/virtio_scsi_sqcq.ko"
+# The driver's test build with fault hooks (tests/faults/guest/, built by the
+# matrix beside it), for section 10; inside.sh fails that section without it.
+fko=$(dirname "$(dirname "$ko")")/tests/faults/guest/virtio_scsi_sqcq_faults.ko
+[ ! -f "$fko" ] || cp "$fko" "$work/results/"
 exec 7<&-
 for d in 0 1 2 3 4; do
 	truncate -s 1G "$work/disk$d.img"

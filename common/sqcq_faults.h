@@ -1,0 +1,40 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * Fault hooks for the test builds of the modules (tests/faults/), which
+ * make a failure this rig cannot otherwise cause: a device that never
+ * answers, a poller that never yields.  In the modules people load every
+ * hook is a constant false and compiles away; a test build defines
+ * SQCQ_TEST_FAULTS and the hooks' counters (module parameters of its own)
+ * before it includes the module's source.
+ */
+#ifndef SQCQ_FAULTS_H
+#define SQCQ_FAULTS_H
+
+#ifdef SQCQ_TEST_FAULTS
+/* Defined by the test build: how many times each fault still fires. */
+extern unsigned int fault_setup_unsent;
+
+/* Take one firing of the fault counted by @n, if any is left. */
+static inline bool sqcq_fault_take(unsigned int *n)
+{
+	unsigned int left = READ_ONCE(*n);
+
+	if (!left)
+		return false;
+	WRITE_ONCE(*n, left - 1);
+	return true;
+}
+
+/* Guest: queue the SQ/CQ setup request without notifying the device. */
+static inline bool sqcq_fault_setup_unsent(void)
+{
+	return sqcq_fault_take(&fault_setup_unsent);
+}
+#else
+static inline bool sqcq_fault_setup_unsent(void)
+{
+	return false;
+}
+#endif
+
+#endif /* SQCQ_FAULTS_H */
