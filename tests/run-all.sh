@@ -302,11 +302,7 @@ for stage in $STAGES; do
 	fuzz)
 		# The adversarial client on the sanitizer kernel, a fresh seed each
 		# run (printed; tests/fuzz/README.md says how to replay one).
-		if [ -f tests/fuzz/run.sh ]; then
-			run_stage fuzz tests/fuzz/run.sh --kernel debug
-		else
-			echo "=== stage fuzz: tests/fuzz/run.sh does not exist yet; not run"
-		fi
+		run_stage fuzz tests/fuzz/run.sh --kernel debug
 		;;
 	pkg) run_stage pkg tests/pkg/run.sh ;;
 	*) echo "FAIL: unknown stage $stage"; failed=$((failed + 1)) ;;

@@ -3075,7 +3075,8 @@ int main(int argc, char **argv)
 
 	print_counts();
 	if (max_inflight < 0)
-		say("# fuzz: no in-flight sample (debugfs not mounted?)\n");
+		fail("inflight-bounded",
+		     "no in-flight sample was taken (debugfs not mounted?): the bound went unchecked");
 	else if (max_inflight > inflight_bound)
 		fail("inflight-bounded",
 		     "the host held %lld requests in flight, more than the %lld ring entries the guest had (%s)",

@@ -593,7 +593,8 @@ if [ "$(nproc)" -ge 2 ]; then
 	res=$(grep -h '^ios=' /tmp/sqcq-sh.[1-4] | awk -F'[= ]' '{ n += $2; e += $12 } END { print n + 0, e + 0 }')
 	check "shared: 4 devices verify ($rc failed; I/Os and errors: $res)" \
 		[ "$rc" = 0 -a "${res#* }" = 0 -a "${res% *}" -gt 0 ]
-	check "shared: no device left parked ($(pcol devices))" wait_for 10 [ "$(pcol devices)" = 0 ]
+	no_parked() { [ "$(pcol devices)" = 0 ]; }
+	check "shared: no device left parked" wait_for 10 no_parked
 	# Then one device with its second queue on a worker of its own (-W),
 	# alone: the shared poller hands that queue's doorbells to its worker.
 	# (Not among the four above: before the workers of their own kept
@@ -665,7 +666,8 @@ elif [ $vmcg = ready ]; then
 	res=$(grep '^ios=' /tmp/sqcq-cg.out)
 	check "in a cgroup: verify (rc $rc, $res)" [ $rc = 0 -a "$(field errors "$res")" = 0 ]
 	echo 20000 >$P/poll_idle_us
-	wait_for 10 [ "$(cat $VMCG/cgroup.procs)" = "" ] ||
+	cg_empty() { [ -z "$(cat $VMCG/cgroup.procs)" ]; }
+	wait_for 10 cg_empty ||
 		fail "VM cgroup empty after the client exited ($(cat $VMCG/cgroup.procs | tr '\n' ' '))"
 else
 	fail "a cgroup for the VM (cgroup2 with the cpu and memory controllers)"
