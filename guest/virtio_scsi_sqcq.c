@@ -283,12 +283,18 @@ struct virtscsi_tmf {
 	 * the control queue with a whole virtio_scsi_cmd_resp written into the
 	 * first device-writable buffer, so that buffer must be that large.
 	 */
+	/*
+	 * Device-writable: on cache lines of its own, apart from the request
+	 * and from @done, which the waiter writes while the device may still
+	 * write here (a non-coherent DMA sync of these lines must not discard
+	 * the waiter's stores).
+	 */
 	union {
 		struct virtio_scsi_ctrl_tmf_resp tmf;
 		struct virtio_scsi_cmd_resp guard;
 		struct sqcq_setup_in sqcq;
-	} resp;
-	struct completion done;
+	} resp ____cacheline_aligned;
+	struct completion done ____cacheline_aligned;
 };
 
 static struct dentry *virtscsi_debugfs;
@@ -1085,6 +1091,20 @@ static void virtscsi_event_reset(struct virtscsi_dev *dev, u32 reason,
 	}
 }
 
+/*
+ * A parameter change event's reason holds the sense code: ASC in its low
+ * byte, ASCQ in the next.  The disk is read again for ASC 0x2a with ASCQ
+ * 0x00 (parameters changed), 0x01 (mode parameters changed) or 0x09
+ * (capacity data has changed); the other 0x2a codes (reservations,
+ * registrations, access states) change nothing a rescan would read.
+ */
+static bool virtscsi_param_change_rescans(u32 reason)
+{
+	u8 asc = reason & 0xff, ascq = (reason >> 8) & 0xff;
+
+	return asc == 0x2a && (ascq == 0x00 || ascq == 0x01 || ascq == 0x09);
+}
+
 static void virtscsi_event_param(struct virtscsi_dev *dev, u32 reason,
 				 unsigned int target, u64 lun)
 {
@@ -1093,8 +1113,7 @@ static void virtscsi_event_param(struct virtscsi_dev *dev, u32 reason,
 	sdev = scsi_device_lookup(dev->shost, 0, target, lun);
 	if (!sdev)
 		return;
-	/* ASC 0x2a (parameters changed), e.g. capacity data has changed. */
-	if ((reason & 0xff) == 0x2a)
+	if (virtscsi_param_change_rescans(reason))
 		scsi_rescan_device(sdev);
 	scsi_device_put(sdev);
 }

@@ -6,8 +6,10 @@
 # blacklists virtio_scsi): the image gets virtio_scsi_sqcq, which udev then
 # loads for the controllers there, root disk included, and the switch file
 # with the blacklist (dracut copies /etc/modprobe.d only in hostonly mode).
-# The in-tree virtio_scsi comes along for a rescue (rd.driver.pre=virtio_scsi
-# on the kernel command line).
+# The in-tree virtio_scsi comes along, and /usr/lib/virtio-sqcq/guest-load,
+# which the switch's install line runs: it loads virtio_scsi instead where
+# ours cannot drive a controller, or with virtio_sqcq.off=1 on the kernel
+# command line.
 #
 # The image of a kernel DKMS did not build virtio_scsi_sqcq for does not carry
 # the switch (the switch file is taken out again), so that its disks get
@@ -37,6 +39,9 @@ install() {
 
 	if modinfo -k "$kernel" -n virtio_scsi_sqcq >/dev/null 2>&1; then
 		[[ -e $conf ]] && inst_simple "$conf"
+		# Run by the switch's install line (fallback, virtio_sqcq.off=1).
+		inst_simple /usr/lib/virtio-sqcq/guest-load
+		inst_multiple sh cat
 	else
 		dwarn "virtio-sqcq: no virtio_scsi_sqcq for $kernel (dkms status): this initramfs keeps the in-tree virtio_scsi"
 		rm -f "${initdir:?}$conf"

@@ -27,8 +27,12 @@
 #   vm-boot-on, vm-boot-off, vm-boot-nomodule, vm-boot-dracut
 #                  those images boot a 6.1 VM whose root disk is on
 #                  virtio-scsi: the chosen driver drives it, I/O verified
-#   vm-rescue-initramfs, vm-rescue-dracut
-#                  the documented rescue when virtio_scsi_sqcq cannot load
+#   vm-fallback-initramfs, vm-fallback-dracut
+#                  virtio_scsi_sqcq cannot load: the in-tree driver takes the
+#                  root disk by itself (switch/guest-load)
+#   vm-optout-initramfs, vm-optout-dracut
+#                  virtio_sqcq.off=1 on the kernel command line: the in-tree
+#                  driver for that boot
 #                  boots with virtio_scsi
 #   vm-switch-now  the chroot as a VM's system with udev: coldplug, on/off
 #                  --now, hot-added controllers, refusals (tests/pkg/vm-switch.sh)
@@ -398,8 +402,10 @@ if [ "${SQCQ_PKG_VM:-1}" != 0 ]; then
 	run_test vm-boot-off t_vm_boot_off switch-chroot
 	run_test vm-boot-nomodule t_vm_boot_nomodule switch-chroot
 	run_test vm-boot-dracut t_vm_boot_dracut switch-dracut
-	run_test vm-rescue-initramfs t_vm_rescue_initramfs switch-chroot
-	run_test vm-rescue-dracut t_vm_rescue_dracut switch-dracut
+	run_test vm-fallback-initramfs t_vm_fallback_initramfs switch-chroot
+	run_test vm-fallback-dracut t_vm_fallback_dracut switch-dracut
+	run_test vm-optout-initramfs t_vm_optout_initramfs switch-chroot
+	run_test vm-optout-dracut t_vm_optout_dracut switch-dracut
 	run_test vm-switch-now t_vm_switch_now switch-chroot
 fi
 run_test chroot-upgrade t_chroot_upgrade chroot-install

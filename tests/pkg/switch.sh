@@ -75,6 +75,8 @@ sw_kernel_into_chroot() {
 #   ours intree        virtio_scsi_sqcq.ko, virtio_scsi.ko
 #   bl-intree          etc/modprobe.d/virtio-sqcq-driver.conf blacklists virtio_scsi
 #   bl-ours            lib/modprobe.d/virtio-sqcq-driver.conf blacklists ours
+#   loader             usr/lib/virtio-sqcq/guest-load, and the switch file's
+#                      install line that runs it
 sw_facts() {
 	local d=$work/tmp/sw-unpacked f facts=""
 	rm -rf "$d"
@@ -85,6 +87,9 @@ sw_facts() {
 	[ -n "$f" ] && grep -qx 'blacklist virtio_scsi' "$f" && facts+=" bl-intree"
 	f=$(find "$d" -path '*/lib/modprobe.d/virtio-sqcq-driver.conf')
 	[ -n "$f" ] && grep -qx 'blacklist virtio_scsi_sqcq' "$f" && facts+=" bl-ours"
+	f=$(find "$d" -path '*/etc/modprobe.d/virtio-sqcq-driver.conf')
+	[ -n "$f" ] && grep -q '^install virtio_scsi_sqcq /bin/sh /usr/lib/virtio-sqcq/guest-load' "$f" &&
+		find "$d" -path '*/usr/lib/virtio-sqcq/guest-load' -perm -u+x | grep -q . && facts+=" loader"
 	rm -rf "$d"
 	echo "${facts# }"
 }
@@ -134,7 +139,7 @@ t_switch_chroot() {
 	sw_run on on || return 1
 	grep -qx 'blacklist virtio_scsi' "$work$sw_state" || bad "on: $sw_state does not blacklist virtio_scsi"
 	sw_expect_selected on virtio_scsi_sqcq virtio_scsi
-	sw_expect_image on "$img" "ours intree bl-intree bl-ours" initrd-on
+	sw_expect_image on "$img" "ours intree bl-intree bl-ours loader" initrd-on
 
 	# A kernel DKMS did not build the module for (here: it is taken away).
 	ko=$(installed_ko "$sw_k" virtio_scsi_sqcq) || return 1
@@ -169,7 +174,7 @@ t_switch_dracut() {
 	sw_run on on --no-initramfs || return 1
 	in_chroot bash -c ". $m; check" || bad "check() with the switch on: $?, want 0"
 	sw_dracut /tmp/dracut-on.img || { bad "dracut failed"; return 1; }
-	sw_expect_image dracut-on /tmp/dracut-on.img "ours intree bl-intree bl-ours" dracut-on
+	sw_expect_image dracut-on /tmp/dracut-on.img "ours intree bl-intree bl-ours loader" dracut-on
 	ko=$(installed_ko "$sw_k" virtio_scsi_sqcq) || return 1
 	mv "$work$ko" "$work/tmp/" && in_chroot depmod "$sw_k" || return 1
 	# hostonly: dracut copies /etc/modprobe.d, switch file included, and
@@ -264,20 +269,24 @@ t_vm_boot_off() { sw_boot boot-off initrd-off virtio_scsi virtio_scsi_sqcq; }
 t_vm_boot_nomodule() { sw_boot boot-nomodule initrd-nomodule virtio_scsi virtio_scsi_sqcq; }
 t_vm_boot_dracut() { sw_boot boot-dracut dracut-on virtio_scsi_sqcq virtio_scsi; }
 
-# The rescues docs/guest-switch.md gives for a boot after `on` where
-# virtio_scsi_sqcq cannot load (here the kernel refuses it:
-# module_blacklist=). initramfs-tools: its init runs modprobe with -b
-# (MODPROBE_OPTIONS), so the shell needs MODPROBE_OPTIONS= for virtio_scsi;
-# break=premount gives the shell at once instead of after the 30 s wait for
-# the root disk.
-t_vm_rescue_initramfs() {
-	sw_boot rescue-initramfs initrd-on virtio_scsi virtio_scsi_sqcq \
-		"module_blacklist=virtio_scsi_sqcq break=premount" \
-		"MODPROBE_OPTIONS= modprobe virtio_scsi; exit"
+# A boot after `on` where virtio_scsi_sqcq cannot load (here the kernel
+# refuses it: module_blacklist=) needs no rescue: the switch's install line
+# (switch/guest-load) loads the in-tree virtio_scsi instead, in
+# initramfs-tools' image (whose init runs modprobe with -b) and dracut's.
+t_vm_fallback_initramfs() {
+	sw_boot fallback-initramfs initrd-on virtio_scsi virtio_scsi_sqcq \
+		"module_blacklist=virtio_scsi_sqcq panic=5"
 }
-t_vm_rescue_dracut() {
-	sw_boot rescue-dracut dracut-on virtio_scsi virtio_scsi_sqcq \
-		"module_blacklist=virtio_scsi_sqcq rd.driver.pre=virtio_scsi panic=5"
+t_vm_fallback_dracut() {
+	sw_boot fallback-dracut dracut-on virtio_scsi virtio_scsi_sqcq \
+		"module_blacklist=virtio_scsi_sqcq panic=5"
+}
+# The way back without a console: virtio_sqcq.off=1 for one boot.
+t_vm_optout_initramfs() {
+	sw_boot optout-initramfs initrd-on virtio_scsi virtio_scsi_sqcq "virtio_sqcq.off=1 panic=5"
+}
+t_vm_optout_dracut() {
+	sw_boot optout-dracut dracut-on virtio_scsi virtio_scsi_sqcq "virtio_sqcq.off=1 panic=5"
 }
 
 t_vm_switch_now() {

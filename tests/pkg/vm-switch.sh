@@ -14,7 +14,8 @@
 #   default     udev coldplug of the controller: virtio_scsi takes it,
 #               virtio_scsi_sqcq is not even loaded (the package's default
 #               blacklist; without it udev would load both); I/O
-#   bad-option  `on` with an option ours refuses: not switched, nothing left
+#   bad-option  `on` while ours cannot load (a failing install command):
+#               not switched, nothing left
 #   in-use      `on --now` while the disk is open: refused, controller unchanged
 #   on-now      `on --now`: virtio_scsi_sqcq takes the controller; the data
 #               written through virtio_scsi reads back; I/O
@@ -163,9 +164,11 @@ echo "  (modprobe -c: ${t0}s..$(up)s)"
 udevadm trigger --action=add --subsystem-match=virtio
 expect $intree $ours "default" && io "default" "" /tmp/pattern1
 
-# A module that cannot load (here: an option it refuses) must not be switched
-# to: after a reboot the controllers would have no driver.
-echo "options $ours poll_idle_us=2000000" >/etc/modprobe.d/zz-test-bad.conf
+# A module that cannot load must not be switched to: after a reboot the
+# controllers would have no driver.  Here an install command that fails
+# stands for it (no option keeps ours from loading: a bad value given at
+# load is ignored with a log line).
+echo "install $ours /bin/false" >/etc/modprobe.d/zz-test-bad.conf
 sw on --no-initramfs
 rm -f /etc/modprobe.d/zz-test-bad.conf
 if [ $rc = 1 ] && grep -q "does not load" <<<"$out" && [ ! -e $state ] && ! loaded $ours; then
