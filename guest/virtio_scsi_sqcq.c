@@ -199,6 +199,7 @@ struct virtscsi_dev {
 	atomic64_t bad_completions;	/* short or malformed responses */
 	atomic64_t tmf_slow;		/* control requests answered late */
 	atomic64_t timer_resets;	/* timeouts answered by waiting on */
+	u64 timeout_notifies;		/* notifications a timeout sent */
 	atomic_t ctrl_waiting;		/* control requests being waited for */
 	struct dentry *dbg;
 	/* SQ/CQ (docs/protocol.md): the doorbell area and its poll thread. */
@@ -334,6 +335,25 @@ static void virtscsi_vq_notify(struct virtqueue *vq)
 {
 	if (vq)
 		virtqueue_notify(vq);
+}
+
+/*
+ * A timeout's notification (docs/protocol.md section 5): the device hears
+ * of @q once more, whatever the ring's suppression or the SQ doorbell say,
+ * so that a request it missed (in the avail ring but behind an index it
+ * does not watch, e.g. added while SQ/CQ was set up or stopped) is seen
+ * now.  A notification too many costs the device one look at the ring.
+ * Under the queue lock: the ring may be going away (reset).
+ */
+static void virtscsi_vq_notify_anyway(struct virtscsi_vq *q)
+{
+	unsigned long flags;
+
+	spin_lock_irqsave(&q->lock, flags);
+	if (q->vq)
+		virtqueue_notify(q->vq);
+	spin_unlock_irqrestore(&q->lock, flags);
+	WRITE_ONCE(q->dev->timeout_notifies, q->dev->timeout_notifies + 1);
 }
 
 /*
@@ -932,6 +952,8 @@ static int virtscsi_ctrl_wait(struct virtscsi_dev *dev, struct virtscsi_tmf *tmf
 		if (!left) {
 			virtscsi_vq_drain(&dev->ctrl, SQCQ_SRC_EH);
 			left = completion_done(&tmf->done);
+			if (!left)
+				virtscsi_vq_notify_anyway(&dev->ctrl);
 		}
 		if (left)
 			break;
@@ -1010,10 +1032,12 @@ static int virtscsi_send_tmf(struct virtscsi_dev *dev, struct scsi_cmnd *sc,
 static enum scsi_timeout_action virtscsi_eh_timed_out(struct scsi_cmnd *sc)
 {
 	struct virtscsi_dev *dev = virtscsi_shost_dev(sc->device->host);
+	struct virtscsi_vq *q = virtscsi_cmd_queue(dev, sc);
 
-	virtscsi_vq_drain(virtscsi_cmd_queue(dev, sc), SQCQ_SRC_EH);
+	virtscsi_vq_drain(q, SQCQ_SRC_EH);
 	if (test_bit(SCMD_STATE_COMPLETE, &sc->state))
 		return SCSI_EH_NOT_HANDLED;	/* the midlayer sees it done */
+	virtscsi_vq_notify_anyway(q);
 	atomic64_inc(&dev->timer_resets);
 	return SCSI_EH_RESET_TIMER;
 }
@@ -1586,6 +1610,24 @@ static void virtscsi_poll_wake(struct virtscsi_dev *dev)
  * come by interrupt (virtscsi_req_cb() completes them itself) until the
  * thread runs again and clears the flags.
  */
+/*
+ * Whether every polled CQ asks for interrupts.  The thread's own flag
+ * stores (a clear after a wakeup, the set before a sleep) are plain
+ * read-modify-writes that an interrupt can fall between, so a rescue's
+ * NEED_WAKEUP can be lost to a thread that is then kept from running: the
+ * watchdog looks at the flags themselves, not only at whether it rescued.
+ */
+static bool virtscsi_cqs_ask_irqs(struct virtscsi_dev *dev)
+{
+	struct virtscsi_vq *q;
+	unsigned int i;
+
+	virtscsi_for_each_polled(dev, q, i)
+		if (!(sqcq_load16(&q->cq->flags) & VRING_CQ_F_NEED_WAKEUP))
+			return false;
+	return true;
+}
+
 static enum hrtimer_restart virtscsi_poll_watchdog(struct hrtimer *t)
 {
 	struct virtscsi_dev *dev = container_of(t, struct virtscsi_dev, poll_watchdog);
@@ -1594,9 +1636,12 @@ static enum hrtimer_restart virtscsi_poll_watchdog(struct hrtimer *t)
 	/* The thread sleeps (or stops) with the CQs asking for interrupts. */
 	if (!READ_ONCE(dev->wd_armed))
 		return HRTIMER_NORESTART;
-	/* A yield has asked for interrupts itself: nothing to rescue. */
+	/*
+	 * A yield has asked for interrupts itself: nothing to rescue.  A
+	 * rescue whose flags were lost is made again.
+	 */
 	if (READ_ONCE(dev->poll_spinning) && passes == dev->wd_passes &&
-	    !READ_ONCE(dev->poll_rescued)) {
+	    (!READ_ONCE(dev->poll_rescued) || !virtscsi_cqs_ask_irqs(dev))) {
 		WRITE_ONCE(dev->poll_rescued, true);
 		WRITE_ONCE(dev->poll_rescues, dev->poll_rescues + 1);
 		virtscsi_poll_request_irqs(dev);
@@ -2327,6 +2372,7 @@ static int virtscsi_info_show(struct seq_file *m, void *v)
 	seq_printf(m, "ctrl_waiting: %d\n", atomic_read(&dev->ctrl_waiting));
 	seq_printf(m, "timer_resets: %lld\n",
 		   (long long)atomic64_read(&dev->timer_resets));
+	seq_printf(m, "timeout_notifies: %llu\n", READ_ONCE(dev->timeout_notifies));
 	return 0;
 }
 DEFINE_SHOW_ATTRIBUTE(virtscsi_info);

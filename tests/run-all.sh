@@ -222,7 +222,7 @@ e2e_stage() {
 	# the fuzzer and the model; by hand here with E2E_HOST_PARAMS.
 	# Out of make check (E2E_TCG_KERNELS=7.2 by hand): L2 under TCG in
 	# TCG is too slow for these phases to be reliable (2026-12-02: 89 I/Os
-	# in a QD8 fio's 18 s, fio over a minute to start, README).
+	# in a QD8 fio's 18 s, fio over a minute to start, tests/README.md).
 	# E2E_GUEST_HOG=0 leaves the hog out.
 	for k in ${E2E_TCG_KERNELS:-}; do
 		SQCQ_VM_NESTED_ACCEL=tcg E2E_L2_ISOLATE=1 E2E_RTHOG=0 E2E_RESET=0 E2E_VIOMMU=0 \

@@ -300,7 +300,7 @@ if [ -n "${SQCQ_RESULTS:-}" ] && [ "${SQCQ_GUEST_MONITOR:-0}" = 1 ]; then
 		done
 	) &
 	vp=$!
-	tr0=$(info timer_resets)
+	tr0=$(info timer_resets) tn0=$(info timeout_notifies)
 	if monitor_req throttle && monitor_req stall; then
 		fio --name=slow --filename="$DISK_B" --ioengine=libaio --direct=1 \
 			--rw=randread --bs=4k --iodepth=16 --number_ios=48 \
@@ -311,6 +311,10 @@ if [ -n "${SQCQ_RESULTS:-}" ] && [ "${SQCQ_GUEST_MONITOR:-0}" = 1 ]; then
 		check "stalled-read-still-owned (fio waits)" kill -0 $p
 		check "stall-timer-restarted ($tr0 -> $(info timer_resets))" \
 			[ "$(info timer_resets)" -gt "${tr0:-0}" ]
+		# Each restart notified the device once more (a request it
+		# missed is seen then), docs/error-handling.md.
+		check "stall-timeouts-notify ($tn0 -> $(info timeout_notifies))" \
+			[ "$(info timeout_notifies)" -gt "${tn0:-0}" ]
 		check "stall-no-error-handling (no abort, reset, offline)" \
 			bash -c "! dmesg | tail -n +$((n0 + 1)) | grep -Eq ' abort$|LUN reset|offline|timing out command|rejecting I/O'"
 		check "stall-disk-running" [ "$(cat /sys/block/$sdb/device/state)" = running ]

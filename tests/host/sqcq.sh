@@ -1,7 +1,7 @@
 #!/bin/bash
 # tests/host/sqcq.sh [--kernel ID] [--timeout S]
 #
-# The host side of SQ/CQ (DESIGN 4), driven from userspace in the L1 VM by
+# The host side of SQ/CQ (docs/protocol.md), driven from userspace in the L1 VM by
 # tests/host/vhost-io.c playing the guest driver: setup accepted, every
 # malformed setup rejected with its status, sqcq=0 refusing, >= 100000
 # verified I/Os in SQ/CQ mode with kicks + calls per I/O < 0.01 from the

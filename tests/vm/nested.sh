@@ -11,7 +11,7 @@
 #   tests/vm/nested.sh --qemu-arg -device \
 #       --qemu-arg vhost-scsi-pci,wwpn=naa.5001405...,vhostfd=3 -- ./l2-test
 #
-# Defaults follow DESIGN.md §6's tuning: the kernel L1 runs ($SQCQ_ABI),
+# Defaults, tuned for boot time under TCG: the kernel L1 runs ($SQCQ_ABI),
 # booted as an uncompressed vmlinux through PVH, 256 MiB, 1 vCPU,
 # mitigations=off, cryptomgr.notests=1, acpi=off and pci=noearly, with qboot
 # instead of SeaBIOS. The options of run.sh apply (--smp, --mem, --timeout,

@@ -5,7 +5,7 @@
 # read-only over virtio-9p, and run COMMAND in it as root (cwd: the repo root,
 # or --cwd). The VM kernel's own modules are at /lib/modules/$(uname -r), so
 # `modprobe` works; /tmp, /var/tmp, /run, /dev/shm are tmpfs; proc, sys, dev,
-# debugfs, configfs are mounted. See DESIGN.md §6.
+# debugfs, configfs are mounted. See tests/README.md.
 #
 # Options:
 #   --kernel ID|ABI   kernel id of tests/lib/kernels.sh or an ABI (default 6.1;
@@ -72,7 +72,7 @@ else
 	kernel=6.1
 fi
 smp=2 mem=2048 timeout_s=600 append="" results="" cwd="$SQCQ_REPO" bzimage=0
-# Nested guests (nested.sh): DESIGN §6 tuning, plus acpi=off (ACPI table
+# Nested guests (nested.sh): its boot-time tuning, plus acpi=off (ACPI table
 # interpretation and PCI link setup cost minutes under TCG inside TCG; PCI
 # works through the BIOS tables and MSI-X, and the guest leaves by reboot).
 # pci=noearly: no early PCI config scans (AGP aperture probing), each access
@@ -103,7 +103,7 @@ done
 
 # ---- accelerator, CPU, firmware ----------------------------------------------
 # L1 runs under TCG (no KVM here) with qemu64 plus NPT: TCG emulates SVM with
-# nested paging, so L1 can run KVM for L2 (see DESIGN §6 and nested.sh).
+# nested paging, so L1 can run KVM for L2 (see nested.sh).
 # Nested guests use KVM when L1 has it (SQCQ_VM_NESTED_ACCEL=auto, the
 # default; kvm: required; tcg: never), QEMU falling back to TCG by itself if
 # KVM cannot start, and qboot instead of SeaBIOS (both: boot time).
