@@ -24,8 +24,9 @@ export PATH=/bin
 fail() {
 	echo "<2>sqcq-init: FATAL: $*" >/dev/kmsg
 	# Reboot, not power-off: it works without ACPI too (nested guests boot
-	# with acpi=off), and QEMU runs with -no-reboot, so it exits.
-	echo b >/proc/sysrq-trigger
+	# with acpi=off), and QEMU runs with -no-reboot, so it exits.  /proc
+	# may have moved under the new root already.
+	echo b >/proc/sysrq-trigger || echo b >/newroot/proc/sysrq-trigger
 	sleep 60
 }
 
@@ -85,7 +86,8 @@ ln -sf /proc/self/fd/2 $r/dev/stderr
 mount -t devpts -o gid=5,mode=620,ptmxmode=666 devpts $r/dev/pts || fail "devpts"
 mount -t tmpfs -o mode=1777 tmpfs $r/dev/shm || fail "tmpfs on /dev/shm"
 # A VM booted with debugfs=off (tests/smoke/load-fail.sh) has none to mount.
-case " $(cat /proc/cmdline) " in
+# (/proc is $r/proc by now.)
+case " $(cat $r/proc/cmdline) " in
 *" debugfs=off "*) ;;
 *) mount -t debugfs debugfs $r/sys/kernel/debug || fail "debugfs" ;;
 esac
