@@ -13,6 +13,7 @@
 #ifdef SQCQ_TEST_FAULTS
 /* Defined by the test build: how many times each fault still fires. */
 extern unsigned int fault_setup_unsent;
+extern unsigned int fault_poll_hog_s;
 
 /* Take one firing of the fault counted by @n, if any is left. */
 static inline bool sqcq_fault_take(unsigned int *n)
@@ -30,10 +31,34 @@ static inline bool sqcq_fault_setup_unsent(void)
 {
 	return sqcq_fault_take(&fault_setup_unsent);
 }
+
+/*
+ * Guest poll thread, once it found work: spin fault_poll_hog_s seconds
+ * with preemption off, never yielding (once) -- the lockup the e2e verdict
+ * must fail, never repeat (tests/e2e/selftest-lockup.sh).
+ */
+static inline void sqcq_fault_poll_hog(void)
+{
+	unsigned int s = READ_ONCE(fault_poll_hog_s);
+	u64 end;
+
+	if (!s)
+		return;
+	WRITE_ONCE(fault_poll_hog_s, 0);
+	end = ktime_get_ns() + (u64)s * NSEC_PER_SEC;
+	preempt_disable();
+	while (ktime_get_ns() < end)
+		cpu_relax();
+	preempt_enable();
+}
 #else
 static inline bool sqcq_fault_setup_unsent(void)
 {
 	return false;
+}
+
+static inline void sqcq_fault_poll_hog(void)
+{
 }
 #endif
 

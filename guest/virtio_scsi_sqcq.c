@@ -1735,6 +1735,7 @@ static int virtscsi_poll_fn(void *data)
 		if (work) {
 			sqcq_poll_work_at(&dev->poll_window_ns, &last, now);
 			WRITE_ONCE(dev->poll_last_ns, last);
+			sqcq_fault_poll_hog();	/* test builds only */
 		}
 		step = sqcq_poll_decide(work,
 					need_resched() || !single_task_running(),

@@ -176,6 +176,11 @@ e2e_stage() {
 	# so can the benchmark's parser of L1's exit reasons.
 	tests/e2e/selftest.sh || rc=1
 	bash bench/l1-exits.sh --selftest || rc=1
+	# The same verdict on a real pair whose guest poller locks up (a test
+	# build of the driver): check-full, ~5 minutes.
+	if [ "$FULL" = 1 ]; then
+		tests/e2e/selftest-lockup.sh || rc=1
+	fi
 	# HOST/GUEST[@SUITE of L2's QEMU]. Both of ours once, with trixie's
 	# QEMU 10 and L2 on 7.2 (the newest guest kernel and the newer QEMU's
 	# ioctls in one pair); check-full runs them apart, L2 on 6.1 under

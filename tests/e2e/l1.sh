@@ -58,6 +58,9 @@ PREFIX="e2e $LABEL"
 # shellcheck source=tests/lib/worker.sh
 . "$ROOT/tests/lib/worker.sh"
 log() { echo "e2e-l1: [${SECONDS}s] $*" >&2; }
+# The guest driver L2 loads: the build for its kernel, or E2E_GUEST_KO (a
+# test build, tests/e2e/selftest-lockup.sh).
+GUEST_KO=${E2E_GUEST_KO:-$ROOT/out/${E2E_L2_ABI:-$SQCQ_ABI}/guest/virtio_scsi_sqcq.ko}
 phase() {
 	echo "e2e-time: L1 $1 $((SECONDS - t_mark))s" >&2
 	t_mark=$SECONDS
@@ -396,7 +399,7 @@ SQCQ_VM_INITRD_EXTRA=${E2E_L2_INITRD_EXTRA:-scsi_mod sd_mod} \
 	--env "E2E_RTHOG=${E2E_RTHOG:-1}" --env "E2E_POLL_PHASES=${E2E_POLL_PHASES:-1}" --env "E2E_GUEST_HOG=${E2E_GUEST_HOG:-1}" \
 	"${cmp_env[@]}" \
 	-- "${E2E_L2_SCRIPT:-tests/e2e/l2.sh}" "$GUEST" "$LABEL" \
-	"$ROOT/out/${E2E_L2_ABI:-$SQCQ_ABI}/guest/virtio_scsi_sqcq.ko" || l2rc=$?
+	"$GUEST_KO" || l2rc=$?
 exec 7>&-
 kill "$watch_pid" "$stall_pid" 2>/dev/null
 wait "$watch_pid" "$stall_pid" 2>/dev/null
@@ -474,7 +477,7 @@ if [ "$VIA" = libvirt ]; then
 		--env "E2E_HOST=$HOST" --env "E2E_GUEST_PARAMS=${E2E_GUEST_PARAMS:-}" \
 		--env "E2E_L2_BUSY=1" \
 		-- tests/e2e/l2.sh "$GUEST" "$LABEL" \
-		"$ROOT/out/${E2E_L2_ABI:-$SQCQ_ABI}/guest/virtio_scsi_sqcq.ko" \
+		"$GUEST_KO" \
 		>"$bdir/run.log" 2>&1 &
 	bpid=$!
 	if wait_for 400 test -e "$bdir/busy"; then
@@ -537,7 +540,7 @@ if [ "$HOST" != intree ] && [ "${E2E_VIOMMU:-1}" = 1 ] && [ "$VIA" = qemu ]; the
 		--env "E2E_SLOT_A=$SLOT_A" --env "E2E_TPGT=$TPGT" \
 		--env "E2E_GUEST_PARAMS=${E2E_GUEST_PARAMS:-}" \
 		-- tests/e2e/l2-viommu.sh "$GUEST" "$LABEL" \
-		"$ROOT/out/${E2E_L2_ABI:-$SQCQ_ABI}/guest/virtio_scsi_sqcq.ko" \
+		"$GUEST_KO" \
 		>"$vdir/qemu.log" 2>&1 || vrc=$?
 	exec 7>&-
 	hlog=$(dmesg | tail -n +"$((klines + 1))")

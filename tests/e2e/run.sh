@@ -238,7 +238,7 @@ attempt() {
 			--env "E2E_L2_INITRD_EXTRA=$l2_initrd_extra" --env "E2E_L2_ABI=$l2_abi" \
 			--env "E2E_L2_ID=$l2_id" --env "E2E_L1_ID=$id" \
 			--env "E2E_L2_APPEND=${E2E_L2_APPEND:-}" \
-			--env "E2E_GUEST_PARAMS=${E2E_GUEST_PARAMS:-}" \
+			--env "E2E_GUEST_PARAMS=${E2E_GUEST_PARAMS:-}" --env "E2E_GUEST_KO=${E2E_GUEST_KO:-}" \
 			--env "E2E_HOST_PARAMS=$host_params" --env "E2E_RESET=${E2E_RESET:-1}" \
 			--env "E2E_RTHOG=${E2E_RTHOG:-1}" --env "E2E_VIOMMU=${E2E_VIOMMU:-1}" \
 			--env "E2E_POLL_PHASES=${E2E_POLL_PHASES:-1}" --env "E2E_GUEST_HOG=${E2E_GUEST_HOG:-1}" --env "E2E_L2_VIA=$via" \

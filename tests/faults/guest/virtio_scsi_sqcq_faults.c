@@ -10,4 +10,9 @@ unsigned int fault_setup_unsent;
 module_param(fault_setup_unsent, uint, 0644);
 MODULE_PARM_DESC(fault_setup_unsent, "Test only: the next N SQ/CQ setup requests are queued without notifying the device (to the driver, a device that never answers)");
 
-#include "../../../guest/virtio_scsi_sqcq.c"
+unsigned int fault_poll_hog_s;
+module_param(fault_poll_hog_s, uint, 0644);
+MODULE_PARM_DESC(fault_poll_hog_s, "Test only: the poll thread, once it finds work, spins this many seconds with preemption off (once)");
+
+/* From guest/ (-I in Kbuild), or beside this file in a copy of the tree. */
+#include "virtio_scsi_sqcq.c"
