@@ -129,22 +129,28 @@ static inline void vhost_task_wake(struct vhost_task *vtsk)
  * Submitting a command to the target core.  Since 5.13 it takes three
  * calls (target_init_cmd, target_submit_prep, target_submit); 5.10 has one.
  * Where the three exist, sqcq_target_submit() is just them; the fabric
- * uses it so that 5.10 needs no branch in the data path.  Returns < 0 when
- * the session is shutting down (nothing was answered), 0 otherwise (an
- * error found while preparing the command was answered through the
- * fabric's queue_status, as for any other status).
+ * uses it so that 5.10 needs no branch in the data path.  @cpu >= 0: the
+ * CPU the core's submission and completion work runs on (TARGET_SCF_USE_CPUID;
+ * else the submitting one).  Returns < 0 when the session is shutting down
+ * (nothing was answered), 0 otherwise (an error found while preparing the
+ * command was answered through the fabric's queue_status, as for any other
+ * status).
  */
 static inline int sqcq_target_submit(struct se_cmd *se, struct se_session *sess,
 				     unsigned char *cdb, unsigned char *sense,
 				     u64 lun, u32 len, int attr,
 				     enum dma_data_direction dir,
-				     struct scatterlist *sgl, u32 nsg)
+				     struct scatterlist *sgl, u32 nsg, int cpu)
 {
+	int flags = TARGET_SCF_ACK_KREF;
 	int ret;
 
+	if (cpu >= 0) {
+		se->cpuid = cpu;
+		flags |= TARGET_SCF_USE_CPUID;
+	}
 #ifdef SQCQ_HAVE_TARGET_SUBMIT_PREP
-	ret = target_init_cmd(se, sess, sense, lun, len, attr, dir,
-			      TARGET_SCF_ACK_KREF);
+	ret = target_init_cmd(se, sess, sense, lun, len, attr, dir, flags);
 	if (ret < 0)
 		return ret;
 	if (!target_submit_prep(se, cdb, sgl, nsg, NULL, 0, NULL, 0,
@@ -153,7 +159,7 @@ static inline int sqcq_target_submit(struct se_cmd *se, struct se_session *sess,
 	return 0;
 #else
 	ret = target_submit_cmd_map_sgls(se, sess, cdb, sense, lun, len, attr,
-					 dir, TARGET_SCF_ACK_KREF, sgl, nsg,
+					 dir, flags, sgl, nsg,
 					 NULL, 0, NULL, 0);
 	return ret < 0 ? ret : 0;
 #endif

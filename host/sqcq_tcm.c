@@ -517,6 +517,27 @@ static int vhost_scsi_task_attr(u8 attr)
 }
 
 /*
+ * Where the target core runs a command's submission and completion work:
+ * by default on the submitting CPU.  A request a poll thread took from a
+ * CPU of poll_cpu would put that work, a wake-up a request, on the CPU
+ * given to polling, and the poller would give way to it each time: off
+ * that CPU instead, on an online CPU outside poll_cpu (-1: none, or the
+ * submitter is not on a poll CPU).  The mask is read without its lock: a
+ * stale view only moves where the work runs.
+ */
+static int vhost_scsi_submit_cpu(void)
+{
+	unsigned int me = raw_smp_processor_id(), cpu;
+
+	if (!data_race(cpumask_test_cpu(me, &sqcq_poll_cpu_mask)))
+		return -1;
+	for_each_online_cpu(cpu)
+		if (!data_race(cpumask_test_cpu(cpu, &sqcq_poll_cpu_mask)))
+			return cpu;
+	return -1;
+}
+
+/*
  * Hand @cmd to the target core.  Returns < 0 when the core did not take
  * it (the caller answers and frees it); 0 when it did: from then on it ends
  * in release_cmd, also when the core failed it at once.
@@ -531,7 +552,8 @@ static int vhost_scsi_cmd_submit(struct vhost_scsi_cmd *cmd, struct se_session *
 	if (cmd->data_len)
 		dir = cmd->data_in ? DMA_FROM_DEVICE : DMA_TO_DEVICE;
 	return sqcq_target_submit(se, sess, cmd->cdb, cmd->sense, lun,
-				  cmd->data_len, attr, dir, sgl, cmd->nsg);
+				  cmd->data_len, attr, dir, sgl, cmd->nsg,
+				  vhost_scsi_submit_cpu());
 }
 
 /*
