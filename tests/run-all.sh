@@ -181,12 +181,7 @@ e2e_stage() {
 	if [ "$FULL" = 1 ]; then
 		tests/e2e/selftest-lockup.sh || rc=1
 	fi
-	# HOST/GUEST[@SUITE of L2's QEMU]. Both of ours once, with trixie's
-	# QEMU 10 and L2 on 7.2 (the newest guest kernel and the newer QEMU's
-	# ioctls in one pair); check-full runs them apart, L2 on 6.1 under
-	# trixie's QEMU and L2 on 7.2 under bookworm's.
-	local l2k=""
-	[ "$FULL" = 1 ] || l2k=7.2
+	# HOST/GUEST[@SUITE of L2's QEMU]
 	for pair in intree/sqcq takeover/intree sqcq/sqcq@trixie; do
 		hg=${pair%@*} q=bookworm opts="" smp=1
 		[ "$hg" = "$pair" ] || q=${pair#*@}
@@ -199,16 +194,16 @@ e2e_stage() {
 		[ "$FULL" = 1 ] || [ "$hg" = takeover/intree ] || viommu=0
 		E2E_VIOMMU=$viommu E2E_L2_SMP=$smp E2E_L2_VHOST_OPTS=$opts E2E_RTHOG=0 E2E_POLL_PHASES=0 \
 			E2E_RETRIES=$retries budgeted tests/e2e/run.sh --kernel 6.1 --host "${hg%/*}" --guest "${hg#*/}" \
-			--l2-qemu "$q" ${l2k:+--l2-kernel "$l2k"} --timeout 900 --l2-timeout 720 || rc=1
+			--l2-qemu "$q" --timeout 900 --l2-timeout 720 || rc=1
 	done
 	# Our 7.2 guest driver with SQ/CQ against our host (L1 stays on 6.1: a
-	# 7.2 L1's KVM stops L2 with "KVM internal error", tests/README.md),
-	# under bookworm's QEMU: check-full (above: with trixie's).
-	if [ "$FULL" = 1 ]; then
-		E2E_RTHOG=0 E2E_POLL_PHASES=0 E2E_VIOMMU=0 E2E_RETRIES=$retries \
-			budgeted tests/e2e/run.sh --kernel 6.1 --l2-kernel 7.2 --host sqcq --guest sqcq \
-			--timeout 900 --l2-timeout 720 || rc=1
-	fi
+	# 7.2 L1's KVM stops L2 with "KVM internal error", tests/README.md).
+	# Not merged into the trixie pair (2 vCPUs): in the one run that tried
+	# it (2026-12-04) the 7.2 L2 lost its GS base on an interrupt from user
+	# mode (tests/e2e/verdict.sh).
+	E2E_RTHOG=0 E2E_POLL_PHASES=0 E2E_VIOMMU=0 E2E_RETRIES=$retries \
+		budgeted tests/e2e/run.sh --kernel 6.1 --l2-kernel 7.2 --host sqcq --guest sqcq \
+		--timeout 900 --l2-timeout 720 || rc=1
 	# libvirt (E2E_L2_VIA=libvirt) is by hand: in one of two local CI runs
 	# L1 panicked under it ("corrupted stack end detected inside scheduler"
 	# in the vCPU thread of the QEMU libvirt started), cause not found

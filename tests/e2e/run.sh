@@ -306,8 +306,10 @@ mkdir -p "$logdir"
 for ((i = 1; i < try; i++)); do
 	cp "$work/try-$i/log" "$logdir/console-attempt-$i.log"
 done
-cp "$dir/log" "$logdir/console.log"
 cp -r "$dir/results/." "$logdir/" 2>/dev/null || true
+# The results' console.log is L1's console (tests/vm/run.sh).
+[ ! -f "$logdir/console.log" ] || mv "$logdir/console.log" "$logdir/l1-console.log"
+cp "$dir/log" "$logdir/console.log"
 
 # Phase times: L1 boot and L2 boot from the rig's "command started at" lines
 # (L1's first, then L2's), the rest from the e2e-time: lines.

@@ -98,6 +98,27 @@ printf '%s\nFAIL: vm-kernel-log (panic: double fault)\n%s\nFAIL: e2e sqcq/sqcq l
 	"$ok_lines" "$dfault_user" >"$d/log"
 printf 'booting\n%s\n' "$dfault_user" >"$d/results/l2/console.log"
 expect_repeat "double fault on a user stack"
+# The trampoline fault of 2026-12-04 (CI of the stop that added it).
+tramp='[  35.59] BUG: ENTRY_TRAMPOLINE stack guard page was hit at fffffe000003cfd8 (stack is fffffe000003d000..fffffe000003e000)
+[  35.59] Oops: stack guard page: 0000 [#1] SMP NOPTI
+[  35.59] RIP: 0010:irqentry_enter+0x15/0x90
+[  35.59]  asm_common_interrupt+0x26/0x40
+[  35.59] RIP: 0033:0x55b009686dcc
+[  35.59] Kernel panic - not syncing: Fatal exception in interrupt'
+attempt trampoline
+printf '%s\nFAIL: vm-boot (VM exited (QEMU status 0) without COMMAND'"'"'s status, kernel 7.2.13+deb14)\nFAIL: vm-kernel-log (Oops, panic: Oops: stack guard page: 0000 [#1] SMP NOPTI)\n%s\nFAIL: e2e sqcq/sqcq qemu-trixie l2-7.2 l2-run (nested.sh status 125)\n' \
+	"$ok_lines" "$tramp" >"$d/log"
+printf 'booting\n%s\n' "$tramp" >"$d/results/l2/console.log"
+expect_repeat "GS base lost on an interrupt from user mode (entry trampoline)"
+attempt lockup-then-trampoline
+cp "$tmp/trampoline/log" "$d/log"
+printf 'booting\n%s\n%s\n' "$lockup" "$tramp" >"$d/results/l2/console.log"
+expect_ours "a lockup, then the trampoline fault"
+# Lines from a serial port end in CR: the same verdicts.
+attempt l2-stall-crlf
+printf '%s\nFAIL: vm-l2-stall (no heartbeat from L2 for 190 s, clean kernel log)\nFAIL: e2e sqcq/sqcq l2-run (nested.sh status 124)\n' \
+	"$ok_lines" | sed 's/$/\r/' >"$d/log"
+expect_repeat "L2 frozen, clean consoles, CR LF lines"
 attempt l1-frozen
 echo "L1 silent for 300 s" >"$d/stall"
 expect_repeat "L1 frozen"

@@ -48,7 +48,20 @@ entry_double_fault() {
 		grep -a -A 12 'traps: PANIC: double fault' "$1" |
 		grep -q 'RIP: 0010:error_entry+'
 }
-emulator_double_fault() { user_stack_double_fault "$1" || entry_double_fault "$1"; }
+# entry_trampoline_fault LOG: the entry trampoline's stack overflowed
+# (its guard page hit) with the fault in irqentry_enter, where an
+# interrupt from user mode (a 0033 frame) first reads current_task through
+# %gs and found garbage: the GS base was the user's, the same loss as
+# above, seen in the 7.2 L2 of trixie's QEMU on 2 vCPUs (2026-12-04, fio
+# running, our driver in no frame).
+entry_trampoline_fault() {
+	grep -aq 'ENTRY_TRAMPOLINE stack guard page was hit' "$1" &&
+		grep -aq 'RIP: 0010:irqentry_enter+' "$1" &&
+		grep -aq 'RIP: 0033:' "$1"
+}
+emulator_double_fault() {
+	user_stack_double_fault "$1" || entry_double_fault "$1" || entry_trampoline_fault "$1"
+}
 
 # console_report FILE: the console in FILE shows a kernel report; with an
 # emulator double fault, only what came before it counts.
@@ -57,7 +70,7 @@ console_report() {
 	[ -s "$1" ] || return 1
 	n=""
 	emulator_double_fault "$1" &&
-		n=$(grep -an -m 1 'traps: PANIC: double fault' "$1" | cut -d: -f1)
+		n=$(grep -anE -m 1 'traps: PANIC: double fault|ENTRY_TRAMPOLINE stack guard page' "$1" | cut -d: -f1)
 	if [ -n "$n" ]; then head -n "$((n - 1))" "$1"; else cat "$1"; fi |
 		grep -aqE "$SQCQ_VM_LOG_BAD"
 }
@@ -68,7 +81,8 @@ e2e_emulator_fault() {
 	emulator_double_fault "$log" || df=0
 	# Our FAIL lines: all but the emulator's set; a vm-kernel-log line
 	# only where the log's report is an emulator double fault.
-	own=$(grep -aE '^FAIL: ' "$log" | grep -vE "$E2E_EMULATOR_FAILS" |
+	# (Lines that came over a serial port end in CR.)
+	own=$(tr -d '\r' <"$log" | grep -aE '^FAIL: ' | grep -vE "$E2E_EMULATOR_FAILS" |
 		{ if [ "$df" = 1 ]; then grep -v '^FAIL: vm-kernel-log '; else cat; fi } | head -n 1)
 	if [ -n "$own" ]; then
 		E2E_WHY="a test failed: $own"
@@ -83,7 +97,7 @@ e2e_emulator_fault() {
 	if [ -s "$dir/stall" ]; then E2E_WHY="L1 froze (watchdog)"
 	elif grep -aq '^FAIL: vm-kvm-error' "$log"; then E2E_WHY="KVM internal error in L2's QEMU"
 	elif grep -aq '^FAIL: vm-l2-stall' "$log"; then E2E_WHY="L2 froze with clean consoles"
-	elif [ "$df" = 1 ]; then E2E_WHY="double fault of the emulated CPU (user stack or error_entry)"
+	elif [ "$df" = 1 ]; then E2E_WHY="the emulated CPU's lost GS base (a double fault on a user stack or in error_entry, or a fault in irqentry_enter on the entry trampoline)"
 	elif grep -aq '^FAIL: vm-boot (' "$log"; then E2E_WHY="L1 gone before COMMAND's status, no kernel report"
 	else
 		E2E_WHY="no sign of the emulator"
