@@ -273,20 +273,29 @@ t_vm_boot_dracut() { sw_boot boot-dracut dracut-on virtio_scsi_sqcq virtio_scsi;
 # refuses it: module_blacklist=) needs no rescue: the switch's install line
 # (switch/guest-load) loads the in-tree virtio_scsi instead, in
 # initramfs-tools' image (whose init runs modprobe with -b) and dracut's.
+# sw_said NAME TEXT: boot NAME's kernel log has guest-load's line TEXT.
+sw_said() {
+	grep -aq "virtio-sqcq: $2" "$sw_dir/boot-$1/console.log" ||
+		bad "$1: no kernel log line 'virtio-sqcq: $2' (guest-load did not decide)"
+}
 t_vm_fallback_initramfs() {
 	sw_boot fallback-initramfs initrd-on virtio_scsi virtio_scsi_sqcq \
-		"module_blacklist=virtio_scsi_sqcq panic=5"
+		"module_blacklist=virtio_scsi_sqcq panic=5" &&
+		sw_said fallback-initramfs "virtio_scsi_sqcq did not load"
 }
 t_vm_fallback_dracut() {
 	sw_boot fallback-dracut dracut-on virtio_scsi virtio_scsi_sqcq \
-		"module_blacklist=virtio_scsi_sqcq panic=5"
+		"module_blacklist=virtio_scsi_sqcq panic=5" &&
+		sw_said fallback-dracut "virtio_scsi_sqcq did not load"
 }
 # The way back without a console: virtio_sqcq.off=1 for one boot.
 t_vm_optout_initramfs() {
-	sw_boot optout-initramfs initrd-on virtio_scsi virtio_scsi_sqcq "virtio_sqcq.off=1 panic=5"
+	sw_boot optout-initramfs initrd-on virtio_scsi virtio_scsi_sqcq "virtio_sqcq.off=1 panic=5" &&
+		sw_said optout-initramfs "virtio_sqcq.off=1 on the kernel command line"
 }
 t_vm_optout_dracut() {
-	sw_boot optout-dracut dracut-on virtio_scsi virtio_scsi_sqcq "virtio_sqcq.off=1 panic=5"
+	sw_boot optout-dracut dracut-on virtio_scsi virtio_scsi_sqcq "virtio_sqcq.off=1 panic=5" &&
+		sw_said optout-dracut "virtio_sqcq.off=1 on the kernel command line"
 }
 
 t_vm_switch_now() {
