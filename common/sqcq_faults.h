@@ -12,7 +12,7 @@
 
 #ifdef SQCQ_TEST_FAULTS
 /* Defined by the test build: how many times each fault still fires. */
-extern unsigned int fault_setup_unsent;
+extern unsigned int fault_setup_unanswered;
 extern unsigned int fault_poll_hog_s;
 
 /* Take one firing of the fault counted by @n, if any is left. */
@@ -26,10 +26,13 @@ static inline bool sqcq_fault_take(unsigned int *n)
 	return true;
 }
 
-/* Guest: queue the SQ/CQ setup request without notifying the device. */
-static inline bool sqcq_fault_setup_unsent(void)
+/*
+ * Guest: the device's answer to an SQ/CQ setup request (@is_setup) never
+ * reaches the waiter -- to the driver, a device that does not answer.
+ */
+static inline bool sqcq_fault_setup_unanswered(bool is_setup)
 {
-	return sqcq_fault_take(&fault_setup_unsent);
+	return is_setup && sqcq_fault_take(&fault_setup_unanswered);
 }
 
 /*
@@ -52,7 +55,7 @@ static inline void sqcq_fault_poll_hog(void)
 	preempt_enable();
 }
 #else
-static inline bool sqcq_fault_setup_unsent(void)
+static inline bool sqcq_fault_setup_unanswered(bool is_setup)
 {
 	return false;
 }

@@ -882,6 +882,11 @@ static void virtscsi_tmf_done(struct virtscsi_dev *dev, void *buf)
 {
 	struct virtscsi_tmf *tmf = buf;
 
+	/* Only in a test build (common/sqcq_faults.h): an answer lost. */
+	if (sqcq_fault_setup_unanswered(le32_to_cpu(tmf->req.sqcq.tmf.subtype) ==
+					SQCQ_TMF_SUBTYPE_SETUP))
+		return;
+
 	/* The waiter frees @tmf once it sees this; nothing may touch it after. */
 	complete(&tmf->done);
 }
@@ -2029,9 +2034,7 @@ static struct virtscsi_tmf *virtscsi_setup_build(struct virtscsi_dev *dev,
  */
 static int virtscsi_setup_send(struct virtscsi_dev *dev, struct virtscsi_tmf *tmf)
 {
-	/* Unsent: only in a test build (common/sqcq_faults.h). */
-	if (virtscsi_ctrl_queue(dev, tmf, sizeof(tmf->req.sqcq),
-				!sqcq_fault_setup_unsent()))
+	if (virtscsi_ctrl_queue(dev, tmf, sizeof(tmf->req.sqcq), true))
 		return -ENODEV;
 	return virtscsi_ctrl_wait(dev, tmf, "SQ/CQ setup", true, SQCQ_SETUP_WAIT);
 }

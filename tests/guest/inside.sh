@@ -414,12 +414,11 @@ fi
 
 # ---- 10. a device that never answers the SQ/CQ setup request ---------
 # The driver's test build (tests/faults/guest/: the same source, its fault
-# hooks live) queues the setup request without notifying the device
-# (fault_setup_unsent=1): to the driver, a device that never answers, the
-# one a stock backend could be.  Probe ends after the bounded wait, the
-# device classic with the reason in debugfs and its disks usable; the
-# request stays the device's until the teardown queued behind it (which
-# QEMU answers once notified) or the reset at rmmod hands it back.
+# hooks live) drops QEMU's answer to the setup request
+# (fault_setup_unanswered=1): to the driver, a device that never answers,
+# the one a stock backend could be.  Probe ends after the bounded wait, the
+# device classic with the reason in debugfs and its disks usable, the
+# teardown queued behind the request answered; the reset at rmmod ends it.
 log "section 10: a device that never answers the setup request"
 FMOD=virtio_scsi_sqcq_faults
 FKO=$(dirname "$KO")/$FMOD.ko
@@ -440,7 +439,7 @@ if check "fault build present ($FKO)" test -f "$FKO"; then
 	dmesg -C
 	# insmod returns once probe has: never, before the bounded wait.
 	if check "probe ends without a setup answer" timeout 120 insmod "$FKO" \
-		fault_setup_unsent=1 poll_queues=0; then
+		fault_setup_unanswered=1 poll_queues=0; then
 		check "disks of the unanswered device ($NDISKS)" wait_for 30 fhas_disks
 		check "classic, why: $(finfo classic_why)" \
 			[ "$(finfo mode)/$(finfo classic_why)" = "classic/no answer to the setup request" ]

@@ -6,9 +6,9 @@
  */
 #include <linux/moduleparam.h>
 
-unsigned int fault_setup_unsent;
-module_param(fault_setup_unsent, uint, 0644);
-MODULE_PARM_DESC(fault_setup_unsent, "Test only: the next N SQ/CQ setup requests are queued without notifying the device (to the driver, a device that never answers)");
+unsigned int fault_setup_unanswered;
+module_param(fault_setup_unanswered, uint, 0644);
+MODULE_PARM_DESC(fault_setup_unanswered, "Test only: the device's answers to the next N SQ/CQ setup requests are dropped (to the driver, a device that never answers)");
 
 unsigned int fault_poll_hog_s;
 module_param(fault_poll_hog_s, uint, 0644);
