@@ -4,7 +4,7 @@
 #
 # e2e_emulator_fault DIR: status 0 when the attempt in DIR (its log: the
 # attempt's whole output; results/console.log: L1's console;
-# results/l2/console.log: L2's) failed in the emulator underneath, not in
+# results/l2/console.log, results/viommu/console.log: the L2s') failed in the emulator underneath, not in
 # a test; the reason in E2E_WHY.  An attempt is the emulator's only when
 #  - every FAIL line it printed is one an emulator break leaves (below), and
 #  - neither level's console shows a kernel report (the patterns of the VM
@@ -19,9 +19,10 @@
 # A soft lockup of our guest poller, an oops, a failed verify: never the
 # emulator's, whatever else the attempt shows.
 
-# The FAIL lines an emulator break leaves behind: the rig's own verdicts
-# and the end of the L2 run that the break cut short.
-E2E_EMULATOR_FAILS='^FAIL: (vm-kvm-error|vm-l2-stall|vm-boot|vm-timeout) |^FAIL: e2e .* l2-run \(nested\.sh status [0-9]+\)$'
+# The FAIL lines an emulator break leaves behind: the rig's own verdicts,
+# the watchdog's line for a frozen L1 (run.sh's stall file) and the end of
+# the L2 run that the break cut short.
+E2E_EMULATOR_FAILS='^FAIL: (vm-kvm-error|vm-l2-stall|vm-boot|vm-timeout) |^FAIL: e2e .* l2-run \(nested\.sh status [0-9]+\)$|^FAIL: e2e .* L1 stalled \(no heartbeat for [0-9]+ s'
 
 # user_stack_double_fault LOG: the kernel log in LOG has a double fault
 # whose frame shows kernel code (CS 0010) running on a user-space stack
@@ -88,7 +89,8 @@ e2e_emulator_fault() {
 		E2E_WHY="a test failed: $own"
 		return 1
 	fi
-	for c in "$dir/results/console.log" "$dir/results/l2/console.log"; do
+	for c in "$dir/results/console.log" "$dir/results/l2/console.log" \
+		"$dir/results/viommu/console.log"; do
 		if console_report "$c"; then
 			E2E_WHY="kernel report on ${c#"$dir"/}: $(grep -aE -m 1 "$SQCQ_VM_LOG_BAD" "$c" | tr -d '\r')"
 			return 1
