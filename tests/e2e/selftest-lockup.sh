@@ -5,7 +5,7 @@
 #
 # Builds the guest driver's test build (tests/faults/guest/, fault hooks of
 # common/sqcq_faults.h) under the driver's own name for the 6.1 L2, into
-# out/<abi>/faults-named/, and runs the sqcq/sqcq pair with it and
+# out/faults-named/<abi>/, and runs the sqcq/sqcq pair with it and
 # fault_poll_hog_s=60: the poll thread, once it finds work, spins 60 s with
 # preemption off on L2's one vCPU.  The pair must fail (a kernel report on
 # L2's console: a soft lockup or an RCU stall), with no REPEAT: line
@@ -21,7 +21,8 @@ PREFIX="e2e-selftest lockup"
 
 abi=$(sqcq_kernel_abi 6.1) || { fail "cannot resolve the 6.1 ABI"; exit 1; }
 tests/matrix.sh 6.1 >&2 || { fail "matrix build for 6.1"; exit 1; }
-dir=$ROOT/out/$abi/faults-named
+# Not under out/$abi: the matrix build tests/e2e/run.sh starts makes that anew.
+dir=$ROOT/out/faults-named/$abi
 rm -rf "$dir"
 mkdir -p "$dir/guest" "$dir/common" "$dir/scripts"
 # Only the guest, built from the test build's source as module
