@@ -33,6 +33,13 @@
 
 #include "sqcq_poll.h"
 
+/*
+ * Every CPU number a kernel of this build can have (CONFIG_NR_CPUS): a
+ * poll_cpu given at load may name one this boot lacks (a VM started with
+ * fewer vCPUs than its options were written for), which must not refuse
+ * the module (sqcq_parse_poll_cpu()).
+ */
+#define SQCQ_CPU_IDS			CONFIG_NR_CPUS
 /* Longest cpulist string accepted, and the idle timeout's range. */
 #define SQCQ_POLL_CPU_MAXLEN		256
 #define SQCQ_POLL_IDLE_US_DEFAULT	1000
@@ -110,15 +117,15 @@ static int sqcq_parse_poll_cpu(const char *val, char *clean, size_t len,
 	cpumask_clear(mask);
 	if (!clean[0])
 		return 0;
-	/* NR_CPUS bits: a CPU this boot lacks is still a number to accept. */
-	named = bitmap_zalloc(NR_CPUS, GFP_KERNEL);
-	missing = bitmap_zalloc(NR_CPUS, GFP_KERNEL);
+	/* SQCQ_CPU_IDS bits: a CPU this boot lacks is still a number to accept. */
+	named = bitmap_zalloc(SQCQ_CPU_IDS, GFP_KERNEL);
+	missing = bitmap_zalloc(SQCQ_CPU_IDS, GFP_KERNEL);
 	ret = -ENOMEM;
 	if (!named || !missing)
 		goto out;
-	ret = bitmap_parselist(clean, named, NR_CPUS);
+	ret = bitmap_parselist(clean, named, SQCQ_CPU_IDS);
 	if (ret == -ERANGE || (!ret && live &&
-			       find_next_bit(named, NR_CPUS, nr_cpu_ids) < NR_CPUS)) {
+			       find_next_bit(named, SQCQ_CPU_IDS, nr_cpu_ids) < SQCQ_CPU_IDS)) {
 		pr_err("poll_cpu: \"%s\" names a CPU that does not exist (possible CPUs: %*pbl)\n",
 		       clean, cpumask_pr_args(cpu_possible_mask));
 		ret = -EINVAL;
@@ -130,7 +137,7 @@ static int sqcq_parse_poll_cpu(const char *val, char *clean, size_t len,
 		ret = -EINVAL;
 		goto out;
 	}
-	for_each_set_bit(cpu, named, NR_CPUS) {
+	for_each_set_bit(cpu, named, SQCQ_CPU_IDS) {
 		if (cpu < nr_cpu_ids && cpu_online(cpu)) {
 			cpumask_set_cpu(cpu, mask);
 			continue;
@@ -145,9 +152,9 @@ static int sqcq_parse_poll_cpu(const char *val, char *clean, size_t len,
 		if (cpu < nr_cpu_ids)
 			cpumask_set_cpu(cpu, mask);
 	}
-	if (!bitmap_empty(missing, NR_CPUS))
+	if (!bitmap_empty(missing, SQCQ_CPU_IDS))
 		pr_warn("poll_cpu: CPU %*pbl of \"%s\" not online at load: their pollers run unbound until they come online\n",
-			NR_CPUS, missing, clean);
+			SQCQ_CPU_IDS, missing, clean);
 out:
 	bitmap_free(missing);
 	bitmap_free(named);
@@ -157,7 +164,7 @@ out:
 static int sqcq_poll_cpu_set(const char *val, const struct kernel_param *kp)
 {
 	char clean[SQCQ_POLL_CPU_MAXLEN];
-	cpumask_var_t mask;	/* 1 KiB with NR_CPUS=8192: not on the stack */
+	cpumask_var_t mask;	/* 1 KiB with SQCQ_CPU_IDS=8192: not on the stack */
 	int ret;
 
 	if (!zalloc_cpumask_var(&mask, GFP_KERNEL))

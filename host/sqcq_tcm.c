@@ -525,14 +525,20 @@ static int vhost_scsi_task_attr(u8 attr)
  * submitter is not on a poll CPU).  The mask is read without its lock: a
  * stale view only moves where the work runs.
  */
+static bool vhost_scsi_is_poll_cpu(unsigned int cpu)
+{
+	/* Racy on purpose: a stale view only moves where work runs. */
+	return data_race(cpumask_test_cpu(cpu, &sqcq_poll_cpu_mask));
+}
+
 static int vhost_scsi_submit_cpu(void)
 {
-	unsigned int me = raw_smp_processor_id(), cpu;
+	unsigned int cpu;
 
-	if (!data_race(cpumask_test_cpu(me, &sqcq_poll_cpu_mask)))
+	if (!vhost_scsi_is_poll_cpu(raw_smp_processor_id()))
 		return -1;
 	for_each_online_cpu(cpu)
-		if (!data_race(cpumask_test_cpu(cpu, &sqcq_poll_cpu_mask)))
+		if (!vhost_scsi_is_poll_cpu(cpu))
 			return cpu;
 	return -1;
 }
