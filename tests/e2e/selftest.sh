@@ -114,6 +114,18 @@ attempt lockup-then-trampoline
 cp "$tmp/trampoline/log" "$d/log"
 printf 'booting\n%s\n%s\n' "$lockup" "$tramp" >"$d/results/l2/console.log"
 expect_ours "a lockup, then the trampoline fault"
+# A double fault with an all-zero frame (the benchmark's L2, 2026-12-04).
+nullframe='[ 107.09] traps: PANIC: double fault, error_code: 0x0
+[ 107.09] double fault: 0000 [#1] PREEMPT SMP NOPTI
+[ 107.09] CPU: 0 PID: 216 Comm: compare-l2.sh Tainted: G           OE      6.1.0-57-amd64 #1
+[ 107.09] RIP: 0000:0x0
+[ 107.09] RSP: 0000:0000000000000000 EFLAGS: 00000000 ORIG_RAX: 0000000000000000
+[ 107.09] Kernel panic - not syncing: Fatal exception in interrupt'
+attempt null-frame
+printf '%s\nFAIL: vm-boot (VM exited (QEMU status 0) without COMMAND'"'"'s status, kernel 6.1.0-57)\nFAIL: vm-kernel-log (panic: Kernel panic - not syncing: Fatal exception in interrupt)\n%s\nFAIL: e2e sqcq/sqcq l2-run (nested.sh status 125)\n' \
+	"$ok_lines" "$nullframe" >"$d/log"
+printf 'booting\n%s\n' "$nullframe" >"$d/results/l2/console.log"
+expect_repeat "double fault with an all-zero frame"
 # Lines from a serial port end in CR: the same verdicts.
 attempt l2-stall-crlf
 printf '%s\nFAIL: vm-l2-stall (no heartbeat from L2 for 190 s, clean kernel log)\nFAIL: e2e sqcq/sqcq l2-run (nested.sh status 124)\n' \

@@ -60,8 +60,19 @@ entry_trampoline_fault() {
 		grep -aq 'RIP: 0010:irqentry_enter+' "$1" &&
 		grep -aq 'RIP: 0033:' "$1"
 }
+# null_frame_double_fault LOG: a double fault whose saved frame is all
+# zero, code segment included (RIP 0000:0x0, RSP 0000:0): no CPU running
+# any code, ours or the kernel's, leaves such a frame; seen in a 6.1 L2
+# of the benchmark (2026-12-04) with compare-l2.sh the current task.
+null_frame_double_fault() {
+	local frame
+	frame=$(tr -d '\r' <"$1" | grep -a -A 8 'traps: PANIC: double fault') &&
+		grep -q 'RIP: 0000:0x0$' <<<"$frame" &&
+		grep -q 'RSP: 0000:0000000000000000 ' <<<"$frame"
+}
 emulator_double_fault() {
-	user_stack_double_fault "$1" || entry_double_fault "$1" || entry_trampoline_fault "$1"
+	user_stack_double_fault "$1" || entry_double_fault "$1" || entry_trampoline_fault "$1" ||
+		null_frame_double_fault "$1"
 }
 
 # console_report FILE: the console in FILE shows a kernel report; with an
@@ -99,7 +110,7 @@ e2e_emulator_fault() {
 	if [ -s "$dir/stall" ]; then E2E_WHY="L1 froze (watchdog)"
 	elif grep -aq '^FAIL: vm-kvm-error' "$log"; then E2E_WHY="KVM internal error in L2's QEMU"
 	elif grep -aq '^FAIL: vm-l2-stall' "$log"; then E2E_WHY="L2 froze with clean consoles"
-	elif [ "$df" = 1 ]; then E2E_WHY="the emulated CPU's lost GS base (a double fault on a user stack or in error_entry, or a fault in irqentry_enter on the entry trampoline)"
+	elif [ "$df" = 1 ]; then E2E_WHY="the emulated CPU's broken entry (a double fault on a user stack, in error_entry or with an all-zero frame, or a fault in irqentry_enter on the entry trampoline)"
 	elif grep -aq '^FAIL: vm-boot (' "$log"; then E2E_WHY="L1 gone before COMMAND's status, no kernel report"
 	else
 		E2E_WHY="no sign of the emulator"
