@@ -164,7 +164,7 @@ out:
 static int sqcq_poll_cpu_set(const char *val, const struct kernel_param *kp)
 {
 	char clean[SQCQ_POLL_CPU_MAXLEN];
-	cpumask_var_t mask;	/* 1 KiB with SQCQ_CPU_IDS=8192: not on the stack */
+	cpumask_var_t mask;	/* 1 KiB with NR_CPUS=8192: not on the stack */
 	int ret;
 
 	if (!zalloc_cpumask_var(&mask, GFP_KERNEL))
@@ -229,9 +229,10 @@ static int sqcq_param_bool_set(const char *val, const struct kernel_param *kp)
 {
 	int ret = param_set_bool(val, kp);
 
-	if (ret == -EINVAL)
-		pr_err("%s: \"%s\" is not a boolean\n", kp->name, val ?: "");
-	return ret == -EINVAL ? sqcq_param_bad(kp) : ret;
+	if (ret != -EINVAL)
+		return ret;
+	pr_err("%s: \"%s\" is not a boolean\n", kp->name, val ?: "");
+	return sqcq_param_bad(kp);
 }
 
 static const struct kernel_param_ops sqcq_param_bool_ops = {

@@ -350,10 +350,11 @@ static void virtscsi_vq_notify_anyway(struct virtscsi_vq *q)
 	unsigned long flags;
 
 	spin_lock_irqsave(&q->lock, flags);
-	if (q->vq)
+	if (q->vq) {
 		virtqueue_notify(q->vq);
+		WRITE_ONCE(q->dev->timeout_notifies, q->dev->timeout_notifies + 1);
+	}
 	spin_unlock_irqrestore(&q->lock, flags);
-	WRITE_ONCE(q->dev->timeout_notifies, q->dev->timeout_notifies + 1);
 }
 
 /*
@@ -909,7 +910,7 @@ static const char *virtscsi_tmf_name(u32 subtype)
  * owns it).
  */
 static int virtscsi_ctrl_queue(struct virtscsi_dev *dev, struct virtscsi_tmf *tmf,
-			       size_t out_len, bool notify)
+			       size_t out_len)
 {
 	struct scatterlist out, in, *sgs[2] = { &out, &in };
 	struct virtscsi_vq *q = &dev->ctrl;
@@ -924,8 +925,7 @@ static int virtscsi_ctrl_queue(struct virtscsi_dev *dev, struct virtscsi_tmf *tm
 	spin_lock_irqsave(&q->lock, flags);
 	ret = virtscsi_vq_add(q, sgs, 1, 1, tmf, true, &kick);
 	spin_unlock_irqrestore(&q->lock, flags);
-	if (notify)
-		virtscsi_vq_notify(kick);
+	virtscsi_vq_notify(kick);
 	return ret;
 }
 
@@ -1002,7 +1002,7 @@ static int virtscsi_send_tmf(struct virtscsi_dev *dev, struct scsi_cmnd *sc,
 	tmf->req.tmf.tag = cpu_to_virtio64(vdev, tag);
 	virtscsi_encode_lun(tmf->req.tmf.lun, sc->device);
 
-	ret = virtscsi_ctrl_queue(dev, tmf, sizeof(tmf->req.tmf), true);
+	ret = virtscsi_ctrl_queue(dev, tmf, sizeof(tmf->req.tmf));
 	if (ret) {
 		sdev_printk(KERN_ERR, sc->device,
 			    "%s: cannot queue on the control queue (%d)\n",
@@ -1973,7 +1973,7 @@ static bool virtscsi_teardown_req(struct virtscsi_dev *dev, struct virtscsi_tmf 
 	*held = 0;
 	memset(&tmf->resp, 0, sizeof(tmf->resp));
 	tmf->req.sqcq.tmf.subtype = cpu_to_le32(SQCQ_TMF_SUBTYPE_TEARDOWN);
-	if (virtscsi_ctrl_queue(dev, tmf, sizeof(tmf->req.sqcq), true))
+	if (virtscsi_ctrl_queue(dev, tmf, sizeof(tmf->req.sqcq)))
 		return false;
 	*held = virtscsi_ctrl_wait(dev, tmf, "SQ/CQ teardown", true,
 				   SQCQ_SETUP_WAIT);
@@ -1982,6 +1982,14 @@ static bool virtscsi_teardown_req(struct virtscsi_dev *dev, struct virtscsi_tmf 
 	st = le16_to_cpu(tmf->resp.sqcq.resp.status);
 	return le32_to_cpu(tmf->resp.sqcq.resp.magic) == SQCQ_MAGIC &&
 	       (st == SQCQ_S_OK || st == SQCQ_S_NOT_SETUP);
+}
+
+/* The TMF header of an SQ/CQ setup or teardown request (@subtype). */
+static void virtscsi_sqcq_req_header(struct virtscsi_tmf *tmf, u32 subtype)
+{
+	tmf->req.sqcq.tmf.type = cpu_to_le32(SQCQ_VIRTIO_SCSI_T_TMF);
+	tmf->req.sqcq.tmf.subtype = cpu_to_le32(subtype);
+	tmf->req.sqcq.tmf.lun[0] = 1;
 }
 
 /*
@@ -2008,9 +2016,7 @@ static struct virtscsi_tmf *virtscsi_setup_build(struct virtscsi_dev *dev,
 			area->q[i].cq_line.cq.flags = 0;
 	}
 
-	tmf->req.sqcq.tmf.type = cpu_to_le32(SQCQ_VIRTIO_SCSI_T_TMF);
-	tmf->req.sqcq.tmf.subtype = cpu_to_le32(SQCQ_TMF_SUBTYPE_SETUP);
-	tmf->req.sqcq.tmf.lun[0] = 1;
+	virtscsi_sqcq_req_header(tmf, SQCQ_TMF_SUBTYPE_SETUP);
 	req = &tmf->req.sqcq.setup;
 	req->magic = cpu_to_le32(SQCQ_MAGIC);
 	req->version = cpu_to_le16(SQCQ_VERSION);
@@ -2034,7 +2040,7 @@ static struct virtscsi_tmf *virtscsi_setup_build(struct virtscsi_dev *dev,
  */
 static int virtscsi_setup_send(struct virtscsi_dev *dev, struct virtscsi_tmf *tmf)
 {
-	if (virtscsi_ctrl_queue(dev, tmf, sizeof(tmf->req.sqcq), true))
+	if (virtscsi_ctrl_queue(dev, tmf, sizeof(tmf->req.sqcq)))
 		return -ENODEV;
 	return virtscsi_ctrl_wait(dev, tmf, "SQ/CQ setup", true, SQCQ_SETUP_WAIT);
 }
@@ -2054,10 +2060,8 @@ static void virtscsi_setup_abandon(struct virtscsi_dev *dev)
 	tmf = kzalloc(sizeof(*tmf), GFP_KERNEL);
 	if (!tmf)
 		return;
-	tmf->req.sqcq.tmf.type = cpu_to_le32(SQCQ_VIRTIO_SCSI_T_TMF);
-	tmf->req.sqcq.tmf.subtype = cpu_to_le32(SQCQ_TMF_SUBTYPE_TEARDOWN);
-	tmf->req.sqcq.tmf.lun[0] = 1;
-	if (virtscsi_ctrl_queue(dev, tmf, sizeof(tmf->req.sqcq), true)) {
+	virtscsi_sqcq_req_header(tmf, SQCQ_TMF_SUBTYPE_TEARDOWN);
+	if (virtscsi_ctrl_queue(dev, tmf, sizeof(tmf->req.sqcq))) {
 		kfree(tmf);
 		return;
 	}

@@ -24,6 +24,10 @@
 # the L2 run that the break cut short.
 E2E_EMULATOR_FAILS='^FAIL: (vm-kvm-error|vm-l2-stall|vm-boot|vm-timeout) |^FAIL: e2e .* l2-run \(nested\.sh status [0-9]+\)$|^FAIL: e2e .* L1 stalled \(no heartbeat for [0-9]+ s'
 
+# df_frame LOG N: LOG's double-fault reports with the N lines after each
+# (nothing, and status 1, when it has none).
+df_frame() { grep -a -A "$2" 'traps: PANIC: double fault' "$1"; }
+
 # user_stack_double_fault LOG: the kernel log in LOG has a double fault
 # whose frame shows kernel code (CS 0010) running on a user-space stack
 # (RSP below 0x800000000000). The CPU switches to the kernel stack on every
@@ -34,9 +38,7 @@ E2E_EMULATOR_FAILS='^FAIL: (vm-kvm-error|vm-l2-stall|vm-boot|vm-timeout) |^FAIL:
 # seen with the L2 of QEMU 7.2 and 10.0 over TCG's SVM, on the fio thread,
 # in any phase, with QEMU 7.2, 10.0 or 11.1 as L0.
 user_stack_double_fault() {
-	grep -aq 'traps: PANIC: double fault' "$1" &&
-		grep -a -A 12 'traps: PANIC: double fault' "$1" |
-		grep -qE 'RSP: 0018:0000[0-7][0-9a-f]{11}( |$)'
+	df_frame "$1" 12 | grep -qE 'RSP: 0018:0000[0-7][0-9a-f]{11}( |$)'
 }
 # entry_double_fault LOG: a double fault with RIP in error_entry, the
 # exception entry code itself: it faulted again and again until the
@@ -45,9 +47,7 @@ user_stack_double_fault() {
 # of current_task: the GS base was gone, as in the user-stack case. No
 # driver code runs there.
 entry_double_fault() {
-	grep -aq 'traps: PANIC: double fault' "$1" &&
-		grep -a -A 12 'traps: PANIC: double fault' "$1" |
-		grep -q 'RIP: 0010:error_entry+'
+	df_frame "$1" 12 | grep -q 'RIP: 0010:error_entry+'
 }
 # entry_trampoline_fault LOG: the entry trampoline's stack overflowed
 # (its guard page hit) with the fault in irqentry_enter, where an
@@ -66,7 +66,7 @@ entry_trampoline_fault() {
 # of the benchmark (2026-12-04) with compare-l2.sh the current task.
 null_frame_double_fault() {
 	local frame
-	frame=$(tr -d '\r' <"$1" | grep -a -A 8 'traps: PANIC: double fault') &&
+	frame=$(df_frame "$1" 8 | tr -d '\r') &&
 		grep -q 'RIP: 0000:0x0$' <<<"$frame" &&
 		grep -q 'RSP: 0000:0000000000000000 ' <<<"$frame"
 }

@@ -23,13 +23,9 @@ PREFIX="load-fail $(uname -r)"
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/check.sh"
 STATES=/sys/devices/system/cpu/hotplug/states
 CPU1=/sys/devices/system/cpu/cpu1/online
+# shellcheck source=tests/lib/modules.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/modules.sh"
 
-load_deps() {
-	local d
-	for d in $(modinfo -F depends "$1" | tr ',' ' '); do
-		modprobe "$d" || return 1
-	done
-}
 # no_state MOD: no CPU hotplug state named after MOD is registered.
 no_state() { ! grep -q " $1:" "$STATES"; }
 # cpu_cycle: CPU 1 offline and online again (runs every hotplug callback).

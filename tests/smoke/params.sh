@@ -19,13 +19,8 @@ param() { cat "/sys/module/$1/parameters/$2" 2>/dev/null; }
 # set_param MOD NAME VALUE: returns the write's status.  echo, not printf:
 # an empty printf performs no write(2) at all, so the setter never runs.
 set_param() { echo "$3" 2>/dev/null >"/sys/module/$1/parameters/$2"; }
-# insmod does not resolve dependencies: load what modinfo says first.
-load_deps() {
-	local d
-	for d in $(modinfo -F depends "$1" | tr ',' ' '); do
-		modprobe "$d" || return 1
-	done
-}
+# shellcheck source=tests/lib/modules.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/modules.sh"
 # load_with KO PARAMS...: insmod, and the module is there.
 load_with() {
 	local ko=$1 mod
