@@ -15,7 +15,10 @@
 # CMP_ROUNDS rounds, each loading the driver once per mode, in alternating
 # order (classic first in odd rounds, SQ/CQ first in even ones), so that a
 # drift of the machine hits both modes alike.  For each point: fio 4 KiB
-# libaio direct on the vhostfd device's LUN 0; IOPS from fio; kicks and
+# direct on the vhostfd device's LUN 0, libaio, or io_uring with --hipri
+# where the point says "hipri" (rw:iodepth:jobs:hipri: the waiting task
+# polls a poll queue, which needs the driver's poll_queues; its name in
+# the result lines is "RW/hipri"); IOPS from fio; kicks and
 # interrupts per I/O from the driver's debugfs counters (request queues,
 # the same window); L1's KVM exits and L1's busy CPU time (every thread
 # of both sides: L2's vCPUs with fio and the guest poller, QEMU, the host
@@ -185,8 +188,13 @@ points() {
 	local mode=$1 round=$2 p rw qd nj out st iops e0 b0 e1 b1 ex bz
 	local -a l0 l1 g0 g1
 	local why i x0 xd tag
+	local eng name engine
 	for p in $POINTS; do
-		IFS=: read -r rw qd nj <<<"$p"
+		IFS=: read -r rw qd nj eng <<<"$p"
+		name=$rw engine=(--ioengine=libaio)
+		if [ "${eng:-}" = hipri ]; then
+			name=$rw/hipri engine=(--ioengine=io_uring --hipri)
+		fi
 		l1_stat
 		read -ra l0 <<<"$REPLY"
 		e0=${l0[0]} b0=${l0[1]}
@@ -198,9 +206,9 @@ points() {
 		# (L1 looks every 0.5 s) adds an idle second or so to each side.
 		x0=-
 		l1_exits && x0=$REPLY
-		out=/tmp/cmp-$mode-$rw-$qd-$nj.terse
+		out=/tmp/cmp-$mode-${name/\//-}-$qd-$nj.terse
 		timeout -k 5 $((RT + 60)) fio --minimal --name=cmp --filename="$DISK" \
-			--ioengine=libaio --direct=1 --rw="$rw" --bs=4k --iodepth="$qd" \
+			"${engine[@]}" --direct=1 --rw="$rw" --bs=4k --iodepth="$qd" \
 			--numjobs="$nj" --group_reporting --time_based --runtime="$RT" \
 			--size=16m --randrepeat=0 >"$out" 2>/dev/null
 		st=$?
@@ -232,24 +240,24 @@ points() {
 		iops=${f[7]:-0}
 		[ "$rw" = randwrite ] && iops=${f[48]:-0}
 		if [ "$st" != 0 ] || [ "${iops:-0}" = 0 ]; then
-			fail "$mode fio $rw qd$qd jobs$nj round $round (status $st)"
+			fail "$mode fio $name qd$qd jobs$nj round $round (status $st)"
 			continue
 		fi
 		tag=$mode
 		if ! still_mode "$mode" $((DBS - d0)) $((SAVED - s0)); then
 			if [ "$mode" = sqcq ]; then
-				fail "$mode $rw qd$qd jobs$nj round $round: fell back ($REPLY)"
+				fail "$mode $name qd$qd jobs$nj round $round: fell back ($REPLY)"
 				tag=sqcq-fallback
 			else
-				fail "$mode $rw qd$qd jobs$nj round $round: not classic ($REPLY)"
+				fail "$mode $name qd$qd jobs$nj round $round: not classic ($REPLY)"
 				tag=classic-notclassic
 			fi
 			points_bad[$mode]=$((${points_bad[$mode]:-0} + 1))
 		else
 			points_ok[$mode]=$((${points_ok[$mode]:-0} + 1))
 		fi
-		echo "cmp $tag $rw $qd $nj $iops $((REQS - r0)) $((KICKS - k0)) $((IRQS - i0)) $ex $bz $round$why"
-		[ -z "$xd" ] || echo "cmp-exits $tag $rw $qd $nj $round $((REQS - r0)) $xd"
+		echo "cmp $tag $name $qd $nj $iops $((REQS - r0)) $((KICKS - k0)) $((IRQS - i0)) $ex $bz $round$why"
+		[ -z "$xd" ] || echo "cmp-exits $tag $name $qd $nj $round $((REQS - r0)) $xd"
 	done
 }
 
@@ -282,7 +290,10 @@ idle_sample() {
 		read -r c <"$s" 2>/dev/null || continue
 		[[ "$c" == sqcq-poll-* ]] && { pid=${s#/proc/}; pid=${pid%/comm}; break; }
 	done
-	if [ -n "$pid" ]; then
+	dbg_value "$DBG" poll_thread
+	if [ -z "$pid" ] && [ "$REPLY" = none ]; then
+		echo "cmp-idle guest none $IDLE_S"
+	elif [ -n "$pid" ]; then
 		nap 1
 		read -ra a <"/proc/$pid/stat"
 		dbg_value "$DBG" poll_sleeps

@@ -1,12 +1,12 @@
 #!/bin/bash
-# bench/compare.sh [--kernel ID] [--runtime S] [--rounds N] [--short]
+# bench/compare.sh [--kernel ID] [--runtime S] [--rounds N] [--short] [--recipe]
 #
 # Classic vs SQ/CQ side by side, in one run, through unmodified QEMU: the
 # test VM (L1, tests/e2e/run.sh) loads vhost_scsi_sqcq and builds an LIO
 # ramdisk target; a nested guest (L2) gets it as vhost-scsi-pci and loads
 # virtio_scsi_sqcq alternately with sqcq=0 and sqcq=1, --rounds times each
 # (default 5; bench/compare-l2.sh), with fio 4 KiB libaio randread/randwrite
-# at QD1 and QD32, 1 and 4 jobs.  Prints one markdown table: per point the
+# at QD1 and QD32, 1 and 4 jobs (--recipe: other points, below).  Prints one markdown table: per point the
 # median IOPS of each mode, the median of the per-round ratios and their
 # spread (min-max), kicks and interrupts per I/O from the guest driver's
 # debugfs counters, L1's KVM exits per I/O (the nested guest's VM exits)
@@ -19,9 +19,22 @@
 # SQ/CQ run that fell back to classic, or a classic one that used the
 # doorbells) is left out of every median and marked "(fell back)".
 #
-# --short: the demo's form (four points, 3 s each, 3 rounds).  Both modules
+# --short: the demo's form (fewer points, 3 s each, 3 rounds).  Both modules
 # run with their defaults (what a user gets without tuning); more insmod
 # parameters: CMP_HOST_PARAMS (host), CMP_GUEST_PARAMS (guest, both modes).
+#
+# --recipe: the deployment the design is for (README, "Tuning"), both
+# modes in it: L1's CPU 0 given to the host's poll thread (poll_cpu=0,
+# poll_shared=0: it serves the requests itself), L2's QEMU alone on L1's
+# CPU 1 (nohz_full, tests/e2e/run.sh E2E_L2_ISOLATE), LIO's work off CPU 0
+# (the host module submits there), and in the guest a poll queue
+# (num_queues=2, poll_queues=1) that fio's io_uring --hipri points poll
+# from the waiting task: the limit case, no kick and no interrupt.  The
+# guest gets no poll thread: L2 has one vCPU, none to give it.  Scaled to
+# TCG's time: the host's poll_idle_us is 100000 (100 ms, where hardware
+# would use its default 1000): requests of the nested guest under TCG come
+# some hundred times further apart than on hardware.  CMP_HOST_PARAMS and
+# CMP_GUEST_PARAMS replace these settings.
 # CMP_L2_SMP: the nested guest's vCPUs (default 1, as in the e2e stage: on
 # two, the emulated nested guest broke in most runs on the 2-core machine).
 # Only ratios and counts mean anything here (TCG, nested): nothing asserts
@@ -31,18 +44,32 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
 
-id=6.1 rt=10 rounds=5
+id=6.1 rt=10 rounds=5 recipe=0 short=0
 points="randread:1:1 randread:32:1 randread:32:4 randwrite:1:1 randwrite:32:1 randwrite:32:4"
+rpoints="randread:1:1 randread:32:1 randwrite:1:1 randread:1:1:hipri randread:32:1:hipri randwrite:1:1:hipri"
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--kernel) id=$2; shift 2 ;;
-	--runtime) rt=$2; shift 2 ;;
-	--rounds) rounds=$2; shift 2 ;;
-	--short) rt=3 rounds=3 points="randread:1:1 randread:32:1 randwrite:1:1 randwrite:32:1"; shift ;;
+	--runtime) rt=$2 rt_set=1; shift 2 ;;
+	--rounds) rounds=$2 rounds_set=1; shift 2 ;;
+	--short) short=1; shift ;;
+	--recipe) recipe=1; shift ;;
 	-h | --help) sed -n '2,/^set -euo/p' "$0" | sed -e '$d' -e 's/^# \{0,1\}//'; exit 0 ;;
 	*) echo "${0##*/}: unknown option $1" >&2; exit 2 ;;
 	esac
 done
+if [ "$short" = 1 ]; then
+	[ -n "${rt_set:-}" ] || rt=3
+	[ -n "${rounds_set:-}" ] || rounds=3
+	points="randread:1:1 randread:32:1 randwrite:1:1 randwrite:32:1"
+	rpoints="randread:1:1 randread:32:1 randread:1:1:hipri"
+fi
+hp=${CMP_HOST_PARAMS:-} gp=${CMP_GUEST_PARAMS:-} isolate=0 vopts="" title="Defaults"
+if [ "$recipe" = 1 ]; then
+	points=$rpoints isolate=1 vopts=num_queues=2 title="The recipe"
+	hp=${CMP_HOST_PARAMS-poll_cpu=0 poll_shared=0 poll_idle_us=100000}
+	gp=${CMP_GUEST_PARAMS-poll_queues=1}
+fi
 [[ "$rt" =~ ^[0-9]+$ ]] || { echo "${0##*/}: --runtime takes seconds" >&2; exit 2; }
 [[ "$rounds" =~ ^[1-9][0-9]*$ ]] || { echo "${0##*/}: --rounds takes a count" >&2; exit 2; }
 
@@ -50,10 +77,10 @@ points_n=$(wc -w <<<"$points")
 log=$(mktemp /tmp/sqcq-compare.XXXXXX)
 trap 'rm -f "$log"' EXIT
 set +e
+echo "compare: $title: host insmod ${hp:-(defaults)}; guest insmod ${gp:-(defaults)}${vopts:+; vhost-scsi-pci $vopts}$([ "$isolate" = 1 ] && echo "; L2 alone on L1's CPU 1")"
 E2E_L2_SCRIPT=bench/compare-l2.sh E2E_VIOMMU=0 \
-E2E_HOST_PARAMS=${CMP_HOST_PARAMS:-} \
-E2E_GUEST_PARAMS=${CMP_GUEST_PARAMS:-} \
-E2E_L2_SMP=${CMP_L2_SMP:-1} CMP_RUNTIME=$rt CMP_POINTS=$points CMP_ROUNDS=$rounds \
+E2E_HOST_PARAMS=$hp E2E_GUEST_PARAMS=$gp E2E_L2_ISOLATE=$isolate E2E_L2_VHOST_OPTS=$vopts \
+E2E_L1_SMP=${CMP_L1_SMP:-2} E2E_L2_SMP=${CMP_L2_SMP:-1} CMP_RUNTIME=$rt CMP_POINTS=$points CMP_ROUNDS=$rounds \
 	tests/e2e/run.sh --kernel "$id" --host sqcq --guest sqcq --no-hotplug \
 	--timeout $((900 + rounds * 2 * (points_n * (rt + 25) + 40))) \
 	--l2-timeout $((600 + rounds * 2 * (points_n * (rt + 25) + 40))) 2>&1 | tee "$log" | grep --line-buffered -E '^(e2e|compare-l2|pass:|fail:|PASS:|FAIL:)'
@@ -61,7 +88,7 @@ rc=${PIPESTATUS[0]}
 set -e
 
 # The last attempt's lines win (run.sh repeats a run the emulator broke).
-awk -v rt="$rt" -v rounds="$rounds" '
+awk -v rt="$rt" -v rounds="$rounds" -v title="$title" -v hp="${hp:-defaults}" -v gp="${gp:-defaults}" '
 function perio(n, d) { return d > 0 ? sprintf("%.3f", n / d) : "-" }
 # median and spread of the space-separated numbers in s
 function stats(s,    a, n, i, j, t) {
@@ -117,6 +144,7 @@ function point(rw, qd, nj,    k) {
 	for (f = 13; f <= 19; f++)
 		if (f <= NF && $f != "-") { why[m, k, f] += $f; whyio[m, k, f] += $7 }
 }
+/^cmp-idle guest none / { idle = "no guest poll thread (poll_cpu empty)"; next }
 /^cmp-idle guest / { idle = sprintf("guest poll thread %d ticks in %d s (its sleeps %d -> %d)", $3, $4, $5, $6) }
 /^cmp-idle host / { hidle = sprintf("host poll thread %s ticks in %d s", $3, $4) }
 /^PASS: compare (classic|sqcq) mode-negotiated/ { mode[$3] = 1 }
@@ -133,8 +161,8 @@ function xmed(m, k, name,    rs, nr, i, v) {
 	return med
 }
 END {
-	printf "\n## Classic vs SQ/CQ (nested guest, unmodified QEMU, TCG; %s s per point, %s alternating rounds)\n\n", rt, rounds
-	printf "| 4 KiB libaio | classic IOPS | SQ/CQ IOPS | SQ/CQ / classic (min-max) | kicks/io C | irqs/io C | kicks/io S | irqs/io S | exits/io C | exits/io S | CPU us/io C | CPU us/io S |\n"
+	printf "\n## %s: classic vs SQ/CQ (nested guest, unmodified QEMU, TCG; %s s per point, %s alternating rounds; host: %s; guest: %s)\n\n", title, rt, rounds, hp, gp
+	printf "| 4 KiB, fio | classic IOPS | SQ/CQ IOPS | SQ/CQ / classic (min-max) | kicks/io C | irqs/io C | kicks/io S | irqs/io S | exits/io C | exits/io S | CPU us/io C | CPU us/io S |\n"
 	printf "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n"
 	for (i = 1; i <= n; i++) {
 		k = order[i]
@@ -159,7 +187,7 @@ END {
 		if (order[i] in fb)
 			printf "fell back (mode or doorbells after the point not the mode loaded; left out of every median): %s: %s\n", order[i], fb[order[i]]
 	printf "\n### Why the SQ/CQ pollers slept (SQ/CQ mode, per 1000 I/O, all rounds)\n\n"
-	printf "| 4 KiB libaio | host idle | host contended | host yields | guest idle | guest contended | guest stolen | irqs, guest poller left asleep |\n"
+	printf "| 4 KiB, fio | host idle | host contended | host yields | guest idle | guest contended | guest stolen | irqs, guest poller left asleep |\n"
 	printf "|---|---:|---:|---:|---:|---:|---:|---:|\n"
 	for (i = 1; i <= n; i++) {
 		k = order[i]
@@ -189,7 +217,7 @@ END {
 			# Below 0.001 per I/O in both: counted, not shown.
 			if ((c == "" || c < 0.0005) && (s == "" || s < 0.0005)) { small++; continue }
 			if (!rows++) {
-				printf "| 4 KiB libaio | exit reason | classic | SQ/CQ | SQ/CQ - classic |\n"
+				printf "| 4 KiB, fio | exit reason | classic | SQ/CQ | SQ/CQ - classic |\n"
 				printf "|---|---|---:|---:|---:|\n"
 			}
 			printf "| %s | %s | %s | %s | %s |\n", label(k), nm[ix[j]],
@@ -205,6 +233,10 @@ END {
 		printf "none: L1 gave no exits by reason (bench/l1-exits.sh, hotplug-exits.req in tests/e2e/l1.sh)\n"
 }' "$log"
 if [ "$rc" != 0 ]; then
-	echo "compare: the run failed (status $rc); see the lines above and out/logs/e2e-sqcq-sqcq-*/" >&2
+	# The reason on screen: the run's last lines that the filter above
+	# did not show (an apt or build step's error, a VM that did not boot).
+	echo "compare: the run failed (status $rc); its last lines:" >&2
+	grep -vE '^(e2e|compare-l2|pass:|fail:|PASS:|cmp|cmp-exits|cmp-idle) ' "$log" | tail -n 15 | sed 's/^/  | /' >&2
+	echo "compare: whole logs in out/logs/e2e-sqcq-sqcq-*/" >&2
 fi
 exit "$rc"

@@ -48,6 +48,7 @@
 #include <scsi/scsi_tcq.h>
 
 #define SQCQ_PARAM_DEFINE	/* the parameters' one definition */
+#define SQCQ_POLL_CPU_EMPTY_DESC "no guest poll thread: the host still polls the SQs, completions come by interrupt, or to the waiting task on poll queues; a device probed while poll_cpu names CPUs gets a thread, which then follows poll_cpu"
 #include "sqcq_param.h"
 #include "sqcq_uapi.h"
 #include "sqcq_faults.h"
@@ -1993,6 +1994,26 @@ static void virtscsi_sqcq_req_header(struct virtscsi_tmf *tmf, u32 subtype)
 }
 
 /*
+ * Whether a new device asks to poll its CQs with a thread: only where
+ * poll_cpu gives the thread CPUs of its own.  A poll thread on the vCPU
+ * that runs the application is woken by the very interrupt it was meant
+ * to save, one more switch per completion than classic (docs/sqcq.md,
+ * "Where polling pays"); without it the host still polls the SQs and the
+ * interrupt completes, as in classic mode.
+ */
+static bool virtscsi_cq_poll_wanted(void)
+{
+	cpumask_var_t cpus;
+	bool given;
+
+	if (!zalloc_cpumask_var(&cpus, GFP_KERNEL))
+		return false;
+	given = sqcq_poll_cpus(cpus);
+	free_cpumask_var(cpus);
+	return given;
+}
+
+/*
  * Build the setup request: initialise the doorbell area at @mem (each SQ
  * index at its ring's avail index) and fill a control request that offers
  * it to the device.  Returns the request, or NULL when out of memory.
@@ -2026,7 +2047,8 @@ static struct virtscsi_tmf *virtscsi_setup_build(struct virtscsi_dev *dev,
 	dev->setup_addr = mem->addr;
 	dev->setup_dma_api = !!mem->dma_dev;
 	req->area_len = cpu_to_le32(mem->bytes);
-	req->flags = cpu_to_le32(SQCQ_F_SQ_POLL | SQCQ_F_CQ_POLL);
+	req->flags = cpu_to_le32(SQCQ_F_SQ_POLL |
+				 (virtscsi_cq_poll_wanted() ? SQCQ_F_CQ_POLL : 0));
 	req->poll_idle_us = cpu_to_le32(sqcq_poll_idle());
 	return tmf;
 }
@@ -2160,7 +2182,9 @@ static void virtscsi_setup_install(struct virtscsi_dev *dev,
 	}
 	mutex_unlock(&dev->virtscsi_lock);
 	dev_info(&dev->vdev->dev, "SQ/CQ negotiated: %u queues, %s%s, poll_idle_us %u, area at device address %#llx%s (host: %u poll thread%s, poll_idle_us %u)\n",
-		 dev->nr_req, poller ? "1 poll thread" : "no poll thread",
+		 dev->nr_req, poller ? "1 poll thread" :
+		 (hflags & SQCQ_F_CQ_POLL) ? "no poll thread" :
+		 "no poll thread (poll_cpu empty), completions by interrupt",
 		 (hflags & SQCQ_F_SQ_POLL) ? "" : ", host does not poll the SQs",
 		 sqcq_poll_idle(), (unsigned long long)mem->addr,
 		 mem->dma_dev ? " (DMA API)" : "", dev->host_nthreads,

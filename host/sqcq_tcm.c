@@ -45,6 +45,7 @@
 #include <linux/module.h>
 #include <linux/rcupdate.h>
 #include <linux/scatterlist.h>
+#include <linux/sched/isolation.h>
 #include <linux/seq_file.h>
 #include <linux/slab.h>
 #include <linux/uio.h>
@@ -521,9 +522,11 @@ static int vhost_scsi_task_attr(u8 attr)
  * by default on the submitting CPU.  A request a poll thread took from a
  * CPU of poll_cpu would put that work, a wake-up a request, on the CPU
  * given to polling, and the poller would give way to it each time: off
- * that CPU instead, on an online CPU outside poll_cpu (-1: none, or the
- * submitter is not on a poll CPU).  The mask is read without its lock: a
- * stale view only moves where the work runs.
+ * that CPU instead, on an online CPU outside poll_cpu, a housekeeping one
+ * where there is one (a nohz_full or isolated CPU runs vCPUs: work queued
+ * there interrupts a running guest, a VM exit a request), else any (-1:
+ * none, or the submitter is not on a poll CPU).  The mask is read without
+ * its lock: a stale view only moves where the work runs.
  */
 static bool vhost_scsi_is_poll_cpu(unsigned int cpu)
 {
@@ -535,12 +538,20 @@ static int vhost_scsi_submit_cpu(void)
 {
 	unsigned int cpu;
 
+	const struct cpumask *hk = housekeeping_cpumask(HK_TYPE_KTHREAD);
+	int any = -1;
+
 	if (!vhost_scsi_is_poll_cpu(raw_smp_processor_id()))
 		return -1;
-	for_each_online_cpu(cpu)
-		if (!vhost_scsi_is_poll_cpu(cpu))
+	for_each_online_cpu(cpu) {
+		if (vhost_scsi_is_poll_cpu(cpu))
+			continue;
+		if (cpumask_test_cpu(cpu, hk))
 			return cpu;
-	return -1;
+		if (any < 0)
+			any = cpu;
+	}
+	return any;
 }
 
 /*

@@ -171,6 +171,13 @@ struct vhost_vq {
 	 */
 	struct vring_sq *sq;
 	struct vring_cq *cq;
+	/*
+	 * The guest does not poll this queue's CQ (no SQCQ_F_CQ_POLL): a
+	 * completion it wants an interrupt for still follows its used_event
+	 * or NO_INTERRUPT, as in classic mode.  Written before the release
+	 * store of cq, read after the acquire load (vhost_vq_notify()).
+	 */
+	bool cq_by_irq;
 	u16 sq_seen;			/* SQ index the poller last acted on */
 
 	/* Counters (worker; read racily by debugfs). */
@@ -350,7 +357,9 @@ void vhost_vq_serve_sync(struct vhost_vq *vq,
  * @len: the area's length
  * @first_vq: the first polled queue
  * @nq: how many queues from @first_vq are polled through the area
- * @sq_poll: the host polls the SQ doorbells (else the guest kicks)
+ * @flags: SQCQ_F_* the guest asked for: SQ_POLL, the host polls the SQ
+ *	doorbells (else the guest kicks); CQ_POLL, the guest polls the CQs
+ *	(else its interrupts follow the ring's suppression, as in classic)
  *
  * Pins and maps the area (docs/protocol.md section 3).
  *
@@ -359,7 +368,7 @@ void vhost_vq_serve_sync(struct vhost_vq *vq,
 int __vhost_doorbells_attach(struct vhost_dev *dev,
 			     const struct vhost_umem *umem, u64 gpa, u32 len,
 			    unsigned int first_vq, unsigned int nq,
-			    bool sq_poll);
+			    u32 flags);
 /**
  * __vhost_doorbells_detach() - stop polling for good and unmap the area
  * @dev: the device; poll_lock held

@@ -1136,21 +1136,34 @@ static bool vhost_vq_should_signal(struct vhost_vq *vq)
 void vhost_vq_notify(struct vhost_vq *vq)
 {
 	struct vring_cq *cq;
-	bool saved;
+	bool saved, by_irq;
 
 	lockdep_assert_held(&vq->mutex);
 	/*
 	 * Workers only.  On the poll thread vq->cq cannot change under us
 	 * (poll_lock).  Another worker reads it once, in an RCU read section
 	 * that __vhost_doorbells_detach() waits for before it unmaps the
-	 * area; the address dependency pairs with the release store in
-	 * __vhost_doorbells_attach().
+	 * area; the acquire pairs with the release store in
+	 * __vhost_doorbells_attach() (the CQ index and cq_by_irq).
 	 */
 	rcu_read_lock();
-	cq = READ_ONCE(vq->cq);
+	cq = smp_load_acquire(&vq->cq);
 	if (cq) {
 		saved = !vhost_doorbells_publish_cq(vq, cq);
+		by_irq = READ_ONCE(vq->cq_by_irq);
 		rcu_read_unlock();
+		/*
+		 * The guest does not poll the CQ: it wants the interrupts of
+		 * classic mode, no more (its used_event may batch them).
+		 * publish_cq()'s full barrier already ordered used->idx
+		 * before the reads of vhost_vq_should_signal().  A guest
+		 * poller's flag alone decides: the ring's suppression state
+		 * is stale for the next use of that rule.
+		 */
+		if (!by_irq)
+			vq->signalled_used_valid = false;
+		else if (!saved && !vhost_vq_should_signal(vq))
+			return;		/* as classic would: not a saved call */
 		if (saved) {
 			WRITE_ONCE(vq->stat_calls_saved, vq->stat_calls_saved + 1);
 			return;

@@ -154,8 +154,7 @@ static unsigned int vhost_scsi_ctrl_sqcq(struct vhost_vq *vq, struct vhost_req *
 	st = __vhost_doorbells_attach(vdev, vq->umem,
 				      le64_to_cpu(rq.setup.area_gpa),
 				     le32_to_cpu(rq.setup.area_len),
-				     SQCQ_FIRST_REQ_VQ, nq,
-				     flags & SQCQ_F_SQ_POLL);
+				     SQCQ_FIRST_REQ_VQ, nq, flags);
 	if (st != SQCQ_S_OK)
 		goto out;
 	st = sqcq_check_area_hdr(&vdev->db->area->hdr, &rq.setup);

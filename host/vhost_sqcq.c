@@ -61,7 +61,7 @@ static void vhost_db_free(struct vhost_doorbells *db)
 
 int __vhost_doorbells_attach(struct vhost_dev *dev,
 			     const struct vhost_umem *umem, u64 gpa, u32 len,
-			    unsigned int first_vq, unsigned int nq, bool sq_poll)
+			    unsigned int first_vq, unsigned int nq, u32 flags)
 {
 	const struct vhost_mem_region *r;
 	struct vhost_doorbells *db;
@@ -84,7 +84,7 @@ int __vhost_doorbells_attach(struct vhost_dev *dev,
 	db->uaddr = r->uaddr + (gpa - r->gpa);
 	db->first_vq = first_vq;
 	db->nq = nq;
-	db->sq_poll = sq_poll;
+	db->sq_poll = flags & SQCQ_F_SQ_POLL;
 	off = db->uaddr & ~PAGE_MASK;
 	db->npages = DIV_ROUND_UP(off + len, PAGE_SIZE);
 	db->pages = kvcalloc(db->npages, sizeof(*db->pages),
@@ -120,10 +120,10 @@ int __vhost_doorbells_attach(struct vhost_dev *dev,
 		 */
 		sqcq_store16(&ql->cq_line.cq.idx, READ_ONCE(vq->last_used_idx));
 		WRITE_ONCE(vq->sq, &ql->sq_line.sq);
+		WRITE_ONCE(vq->cq_by_irq, !(flags & SQCQ_F_CQ_POLL));
 		/*
-		 * The CQ index above before the pointer: pairs with the
-		 * address dependency after READ_ONCE(vq->cq) in
-		 * vhost_vq_notify() on such a worker.
+		 * The CQ index and cq_by_irq above before the pointer: pairs
+		 * with the acquire load of vq->cq in vhost_vq_notify().
 		 */
 		smp_store_release(&vq->cq, &ql->cq_line.cq);
 	}

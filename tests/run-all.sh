@@ -171,7 +171,7 @@ per_kernel() {
 # they are where the emulated SVM breaks most.  sid's QEMU, rt-hog and the
 # other pairs are by-hand runs (tests/README.md).
 e2e_stage() {
-	local rc=0 pair hg q k opts smp viommu retries=${E2E_RETRIES:-3}
+	local rc=0 pair hg q k opts smp viommu gp retries=${E2E_RETRIES:-3}
 	# The verdict that decides which attempts are repeated can fail, and
 	# so can the benchmark's parser of L1's exit reasons.
 	tests/e2e/selftest.sh || rc=1
@@ -187,12 +187,16 @@ e2e_stage() {
 		[ "$hg" = "$pair" ] || q=${pair#*@}
 		# trixie's QEMU 10 with a worker per I/O queue after the first;
 		# L2 on 2 vCPUs, so that the guest uses both queues.
-		[ "$q" = trixie ] && opts=num_queues=2,worker_per_virtqueue=on smp=2
+		# Its guest poll thread on L2's second vCPU (poll_cpu=1: the
+		# thread only where a CPU is given to it); the 7.2 pair below
+		# runs the default, without one.
+		gp=""
+		[ "$q" = trixie ] && opts=num_queues=2,worker_per_virtqueue=on smp=2 gp=poll_cpu=1
 		# Our host's refusal behind a vIOMMU is the same with any guest:
 		# the takeover pair checks it, check-full every pair of ours.
 		viommu=1
 		[ "$FULL" = 1 ] || [ "$hg" = takeover/intree ] || viommu=0
-		E2E_VIOMMU=$viommu E2E_L2_SMP=$smp E2E_L2_VHOST_OPTS=$opts E2E_RTHOG=0 E2E_POLL_PHASES=0 \
+		E2E_VIOMMU=$viommu E2E_L2_SMP=$smp E2E_L2_VHOST_OPTS=$opts E2E_RTHOG=0 E2E_POLL_PHASES=0 E2E_GUEST_PARAMS=$gp \
 			E2E_RETRIES=$retries budgeted tests/e2e/run.sh --kernel 6.1 --host "${hg%/*}" --guest "${hg#*/}" \
 			--l2-qemu "$q" --timeout 900 --l2-timeout 720 || rc=1
 	done
@@ -225,7 +229,7 @@ e2e_stage() {
 	# in a QD8 fio's 18 s, fio over a minute to start, tests/README.md).
 	# E2E_GUEST_HOG=0 leaves the hog out.
 	for k in ${E2E_TCG_KERNELS:-}; do
-		SQCQ_VM_NESTED_ACCEL=tcg E2E_L2_ISOLATE=1 E2E_RTHOG=0 E2E_RESET=0 E2E_VIOMMU=0 \
+		SQCQ_VM_NESTED_ACCEL=tcg E2E_L2_ISOLATE=1 E2E_RTHOG=0 E2E_RESET=0 E2E_VIOMMU=0 E2E_GUEST_PARAMS=poll_cpu=0 \
 			E2E_HOST_PARAMS="poll_idle_us=1000000 poll_adaptive=0 poll_shared=0" E2E_RETRIES=$retries \
 			budgeted tests/e2e/run.sh --kernel "$k" --host sqcq --guest sqcq --no-hotplug \
 			--fio-size 4m --min-ios 1000 --timeout 1500 --l2-timeout 1300 || rc=1
@@ -291,7 +295,9 @@ debug_stage() {
 	# phases, as in the e2e stage's KVM pairs: its L2 runs on TCG's emulated
 	# SVM too, and a CI run on 2026-12-01 saw that L2 reset silently in them.
 	[ "${SQCQ_DEBUG_E2E:-0}" = 1 ] || return $rc
-	E2E_RTHOG=0 E2E_POLL_PHASES=0 E2E_RETRIES=1 E2E_VIOMMU=0 timed tests/e2e/run.sh --kernel debug --l2-kernel 6.1 \
+	# The guest poll thread runs (poll_cpu=0), under the sanitizers.
+	E2E_RTHOG=0 E2E_POLL_PHASES=0 E2E_RETRIES=1 E2E_VIOMMU=0 E2E_GUEST_PARAMS=poll_cpu=0 \
+		timed tests/e2e/run.sh --kernel debug --l2-kernel 6.1 \
 		--host sqcq --guest sqcq --timeout 1200 --l2-timeout 1000 || rc=1
 	return $rc
 }

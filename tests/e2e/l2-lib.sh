@@ -61,6 +61,26 @@ queue_sums() {
 		DBS=$((DBS + c9)) SAVED=$((SAVED + c10))
 	done <"$1/queues"
 }
+# guest_pt: PT = the guest poll thread an SQ/CQ device probed now runs
+# with: "running" when the driver's poll_cpu names CPUs, "none" without
+# (completions by interrupt, no CQ doorbell read; docs/sqcq.md).
+guest_pt() {
+	local v=""
+	read -r v </sys/module/virtio_scsi_sqcq/parameters/poll_cpu 2>/dev/null
+	PT=none
+	[ -z "$v" ] || PT=running
+}
+# sqcq_moved DB0 SV0: since DBS=DB0, SAVED=SAVED0 (queue_sums) kicks were
+# saved, and the CQ doorbells moved with a poll thread ($PT, guest_pt),
+# not at all without one.
+sqcq_moved() {
+	[ "$SAVED" -gt "$2" ] || return 1
+	if [ "$PT" = running ]; then
+		[ "$DBS" -gt "$1" ]
+	else
+		[ "$DBS" = "$1" ]
+	fi
+}
 # scsi_host SLOT: REPLY = its SCSI host (hostN).
 scsi_host() {
 	local h

@@ -239,8 +239,14 @@ if [ "$GUEST" = sqcq ] && [ -n "${E2E_HOST:-}" ] && vdev "$SLOT_A"; then
 	queue_sums "$d"
 	log "guest counters: requests $REQS kicks $KICKS interrupts $IRQS doorbells $DBS kicks_saved $SAVED;$polls"
 	if [ "$sq_want" = sqcq ]; then
-		check "sqcq-doorbells-used (doorbells $DBS, kicks saved $SAVED)" \
-			[ "$DBS" -gt 0 -a "$SAVED" -gt 0 ]
+		# A guest poll thread only where poll_cpu gives it CPUs: then
+		# CQ doorbells carry completions, else interrupts alone.
+		guest_pt
+		dbg_value "$d" poll_thread
+		check "sqcq-poll-thread (poll_thread $REPLY, want $PT: poll_cpu '$(cat /sys/module/virtio_scsi_sqcq/parameters/poll_cpu)')" \
+			[ "$REPLY" = "$PT" ]
+		check "sqcq-doorbells-used (CQ doorbells $DBS with poll thread $PT, kicks saved $SAVED)" \
+			sqcq_moved 0 0
 		# Kicks the host poller made unnecessary (notifications per I/O
 		# under steady load are asserted by tests/host/sqcq.sh).
 		check "sqcq-fewer-kicks ($KICKS kicks for $REQS requests)" [ "$KICKS" -lt "$REQS" ]
@@ -279,6 +285,15 @@ rebind_a() {
 # wakeups do not), with 1 s an interrupt wakes it again and it (almost)
 # stops sleeping idle while the load lasts (poll_cpu is tested on the host
 # side, tests/host/sqcq-inside.sh: L2 has one vCPU).
+# The guest poller's phases (this one, rt-hog, policy) need its thread:
+# poll_cpu set (E2E_GUEST_PARAMS=poll_cpu=0); without, a counted SKIP.
+if [ "$GUEST" = sqcq ] && [ "$E2E_HOST" != intree ] && [ "${E2E_POLL_PHASES:-1}" = 1 ]; then
+	guest_pt
+	if [ "$PT" = none ]; then
+		echo "SKIP: $PREFIX guest poller phases not run: no guest poll thread (poll_cpu empty; E2E_GUEST_PARAMS=poll_cpu=0 gives one)"
+		E2E_POLL_PHASES=0
+	fi
+fi
 if [ "$GUEST" = sqcq ] && [ "$E2E_HOST" != intree ] && [ -n "$DISK_A" ] &&
 	[ "${E2E_POLL_PHASES:-1}" = 1 ] && vdev "$SLOT_A"; then
 	d=/sys/kernel/debug/virtio_scsi_sqcq/${REPLY##*/}

@@ -57,7 +57,8 @@
 # E2E_RESET=0 (no device reset under load), E2E_RTHOG=0 (no SCHED_FIFO
 # loops under fio in L2), E2E_VIOMMU=0 (no second L2 beside a vIOMMU),
 # E2E_POLL_PHASES=0 (none of the guest poller's phases), E2E_L2_SCRIPT (another L2 part),
-# E2E_L2_ISOLATE=1 (L2 on an isolated CPU of L1, see below),
+# E2E_L2_ISOLATE=1 (L2 on an isolated CPU of L1, see below), E2E_L1_SMP (L1's
+# vCPUs, default 2),
 # E2E_L1_APPEND (more L1 kernel arguments, e.g. kvm_amd.npt=0),
 # E2E_L2_VHOST_OPTS (more vhost-scsi-pci properties, e.g.
 # "num_queues=2,worker_per_virtqueue=on" for QEMU's worker ioctls),
@@ -230,7 +231,7 @@ attempt() {
 	wdpid=$!
 	(
 		echo "$BASHPID" >"$dir/vmpid"
-		exec tests/vm/run.sh --kernel "$id" --smp 2 --timeout "$timeout_s" \
+		exec tests/vm/run.sh --kernel "$id" --smp "${E2E_L1_SMP:-2}" --timeout "$timeout_s" \
 			--append "$l1_append" --env "E2E_L2_CPUS=$l2_cpus" \
 			--results "$dir/results" \
 			--env "E2E_L2_TIMEOUT=$l2_timeout" --env "E2E_FIO_SIZE=$fio_size" \

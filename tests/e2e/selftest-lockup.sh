@@ -46,7 +46,7 @@ check "test build has the poll hog" bash -c \
 
 log=$ROOT/out/logs/e2e-selftest-lockup.log
 mkdir -p "${log%/*}"
-E2E_GUEST_KO=$dir/guest/virtio_scsi_sqcq.ko E2E_GUEST_PARAMS=fault_poll_hog_s=60 \
+E2E_GUEST_KO=$dir/guest/virtio_scsi_sqcq.ko E2E_GUEST_PARAMS="poll_cpu=0 fault_poll_hog_s=60" \
 	E2E_RETRIES=2 E2E_RTHOG=0 E2E_POLL_PHASES=0 E2E_VIOMMU=0 E2E_RESET=0 \
 	tests/e2e/run.sh --kernel 6.1 --host sqcq --guest sqcq --no-hotplug \
 	--timeout 900 --l2-timeout 720 >"$log" 2>&1

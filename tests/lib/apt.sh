@@ -109,7 +109,10 @@ sqcq_apt_candidate() {
 # repeated.  apt's output goes to stderr.  Status 0 when all are installed.
 sqcq_install() {
 	local p missing=()
-	local inst=(apt-get install -y -q --no-install-recommends -o Dpkg::Use-Pty=0
+	# Wait up to 10 minutes for a dpkg lock another apt holds (a freshly
+	# booted cloud machine runs its own updates), instead of failing.
+	local lock=(-o DPkg::Lock::Timeout=600)
+	local inst=(apt-get install -y -q --no-install-recommends -o Dpkg::Use-Pty=0 "${lock[@]}"
 		-o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold)
 	for p in "$@"; do
 		dpkg-query -W -f='${db:Status-Status}\n' "$p" 2>/dev/null |
@@ -119,7 +122,7 @@ sqcq_install() {
 	echo "installing ${missing[*]}" >&2
 	{
 		DEBIAN_FRONTEND=noninteractive "${inst[@]}" "${missing[@]}" ||
-			{ apt-get update -q &&
+			{ apt-get update -q "${lock[@]}" &&
 			  DEBIAN_FRONTEND=noninteractive "${inst[@]}" "${missing[@]}"; }
 	} </dev/null >&2
 }
