@@ -24,10 +24,11 @@
 # parameters: CMP_HOST_PARAMS (host), CMP_GUEST_PARAMS (guest, both modes).
 #
 # --recipe: the deployment the design is for (README, "Tuning"), both
-# modes in it: L1's CPU 0 given to the host's poll thread (poll_cpu=0,
-# poll_shared=0: it serves the requests itself), L2's QEMU alone on L1's
-# CPU 1 (nohz_full, tests/e2e/run.sh E2E_L2_ISOLATE), LIO's work off CPU 0
-# (the host module submits there), and in the guest a poll queue
+# modes in it: L1 on three vCPUs (CMP_L1_SMP), its CPU 0 given to the
+# host's poll thread (poll_cpu=0, poll_shared=0: it serves the requests
+# itself), L2's QEMU alone on CPU 1 (nohz_full, tests/e2e/run.sh
+# E2E_L2_ISOLATE), LIO's work on the housekeeping CPU 2 (the host module
+# submits a poll CPU's requests there), and in the guest a poll queue
 # (num_queues=2, poll_queues=1) that fio's io_uring --hipri points poll
 # from the waiting task: the limit case, no kick and no interrupt.  The
 # guest gets no poll thread: L2 has one vCPU, none to give it.  Scaled to
@@ -64,9 +65,9 @@ if [ "$short" = 1 ]; then
 	points="randread:1:1 randread:32:1 randwrite:1:1 randwrite:32:1"
 	rpoints="randread:1:1 randread:32:1 randread:1:1:hipri"
 fi
-hp=${CMP_HOST_PARAMS:-} gp=${CMP_GUEST_PARAMS:-} isolate=0 vopts="" title="Defaults"
+hp=${CMP_HOST_PARAMS:-} gp=${CMP_GUEST_PARAMS:-} isolate=0 vopts="" title="Defaults" l1smp=${CMP_L1_SMP:-2}
 if [ "$recipe" = 1 ]; then
-	points=$rpoints isolate=1 vopts=num_queues=2 title="The recipe"
+	points=$rpoints isolate=1 vopts=num_queues=2 title="The recipe" l1smp=${CMP_L1_SMP:-3}
 	hp=${CMP_HOST_PARAMS-poll_cpu=0 poll_shared=0 poll_idle_us=100000}
 	gp=${CMP_GUEST_PARAMS-poll_queues=1}
 fi
@@ -77,10 +78,10 @@ points_n=$(wc -w <<<"$points")
 log=$(mktemp /tmp/sqcq-compare.XXXXXX)
 trap 'rm -f "$log"' EXIT
 set +e
-echo "compare: $title: host insmod ${hp:-(defaults)}; guest insmod ${gp:-(defaults)}${vopts:+; vhost-scsi-pci $vopts}$([ "$isolate" = 1 ] && echo "; L2 alone on L1's CPU 1")"
+echo "compare: $title: L1 on $l1smp vCPUs; host insmod ${hp:-(defaults)}; guest insmod ${gp:-(defaults)}${vopts:+; vhost-scsi-pci $vopts}$([ "$isolate" = 1 ] && echo "; L2 alone on L1's CPU 1")"
 E2E_L2_SCRIPT=bench/compare-l2.sh E2E_VIOMMU=0 \
 E2E_HOST_PARAMS=$hp E2E_GUEST_PARAMS=$gp E2E_L2_ISOLATE=$isolate E2E_L2_VHOST_OPTS=$vopts \
-E2E_L1_SMP=${CMP_L1_SMP:-2} E2E_L2_SMP=${CMP_L2_SMP:-1} CMP_RUNTIME=$rt CMP_POINTS=$points CMP_ROUNDS=$rounds \
+E2E_L1_SMP=$l1smp E2E_L2_SMP=${CMP_L2_SMP:-1} CMP_RUNTIME=$rt CMP_POINTS=$points CMP_ROUNDS=$rounds \
 	tests/e2e/run.sh --kernel "$id" --host sqcq --guest sqcq --no-hotplug \
 	--timeout $((900 + rounds * 2 * (points_n * (rt + 25) + 40))) \
 	--l2-timeout $((600 + rounds * 2 * (points_n * (rt + 25) + 40))) 2>&1 | tee "$log" | grep --line-buffered -E '^(e2e|compare-l2|pass:|fail:|PASS:|FAIL:)'
@@ -88,7 +89,7 @@ rc=${PIPESTATUS[0]}
 set -e
 
 # The last attempt's lines win (run.sh repeats a run the emulator broke).
-awk -v rt="$rt" -v rounds="$rounds" -v title="$title" -v hp="${hp:-defaults}" -v gp="${gp:-defaults}" '
+awk -v rt="$rt" -v rounds="$rounds" -v title="$title" -v l1smp="$l1smp" -v hp="${hp:-defaults}" -v gp="${gp:-defaults}" '
 function perio(n, d) { return d > 0 ? sprintf("%.3f", n / d) : "-" }
 # median and spread of the space-separated numbers in s
 function stats(s,    a, n, i, j, t) {
@@ -161,7 +162,7 @@ function xmed(m, k, name,    rs, nr, i, v) {
 	return med
 }
 END {
-	printf "\n## %s: classic vs SQ/CQ (nested guest, unmodified QEMU, TCG; %s s per point, %s alternating rounds; host: %s; guest: %s)\n\n", title, rt, rounds, hp, gp
+	printf "\n## %s: classic vs SQ/CQ (nested guest, unmodified QEMU, TCG, L1 on %s vCPUs; %s s per point, %s alternating rounds; host: %s; guest: %s)\n\n", title, l1smp, rt, rounds, hp, gp
 	printf "| 4 KiB, fio | classic IOPS | SQ/CQ IOPS | SQ/CQ / classic (min-max) | kicks/io C | irqs/io C | kicks/io S | irqs/io S | exits/io C | exits/io S | CPU us/io C | CPU us/io S |\n"
 	printf "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n"
 	for (i = 1; i <= n; i++) {
