@@ -247,7 +247,9 @@ static const struct kernel_param_ops sqcq_param_bool_ops = {
 #define SQCQ_POLL_CPU_EMPTY_DESC "unbound, on the kernel's housekeeping CPUs"
 #endif
 module_param_cb(poll_cpu, &sqcq_poll_cpu_ops, NULL, 0644);
-MODULE_PARM_DESC(poll_cpu, "CPU list the poll threads are bound to, round-robin (default empty: " SQCQ_POLL_CPU_EMPTY_DESC "; at load an offline or absent CPU is accepted and its poller runs unbound until it comes online, a runtime write must name online CPUs; runtime writes apply at each poller's next pass, a sleeping one's when it wakes)");
+MODULE_PARM_DESC(poll_cpu, "CPU list the poll threads are bound to, round-robin (default empty: "
+		 SQCQ_POLL_CPU_EMPTY_DESC
+		 "; at load an offline or absent CPU is accepted and its poller runs unbound until it comes online, a runtime write must name online CPUs; runtime writes apply at each poller's next pass, a sleeping one's when it wakes)");
 
 module_param_cb(poll_idle_us, &sqcq_poll_idle_ops, NULL, 0644);
 MODULE_PARM_DESC(poll_idle_us, "Busy-poll time in microseconds without work before a poller sets NEED_WAKEUP and sleeps, 0..1000000 (default 1000; runtime writes apply at each poller's next pass)");

@@ -1147,6 +1147,7 @@ void vhost_vq_notify(struct vhost_vq *vq)
 	 * __vhost_doorbells_attach() (the CQ index and cq_by_irq).
 	 */
 	rcu_read_lock();
+	/* Pairs with the release in __vhost_doorbells_attach(). */
 	cq = smp_load_acquire(&vq->cq);
 	if (cq) {
 		saved = !vhost_doorbells_publish_cq(vq, cq);
