@@ -14,6 +14,7 @@
 /* Defined by the test build: how many times each fault still fires. */
 extern unsigned int fault_setup_unanswered;
 extern unsigned int fault_poll_hog_s;
+extern unsigned int fault_break_after;
 
 /* Take one firing of the fault counted by @n, if any is left. */
 static inline bool sqcq_fault_take(unsigned int *n)
@@ -54,6 +55,21 @@ static inline void sqcq_fault_poll_hog(void)
 		cpu_relax();
 	preempt_enable();
 }
+
+/*
+ * Guest submission: true once, for the fault_break_after-th command from
+ * the moment it was set -- the caller then marks the device broken, as the
+ * virtio core does for a device that returned a buffer it never got.
+ */
+static inline bool sqcq_fault_break_due(void)
+{
+	unsigned int left = READ_ONCE(fault_break_after);
+
+	if (!left)
+		return false;
+	WRITE_ONCE(fault_break_after, left - 1);
+	return left == 1;
+}
 #else
 static inline bool sqcq_fault_setup_unanswered(bool is_setup)
 {
@@ -62,6 +78,11 @@ static inline bool sqcq_fault_setup_unanswered(bool is_setup)
 
 static inline void sqcq_fault_poll_hog(void)
 {
+}
+
+static inline bool sqcq_fault_break_due(void)
+{
+	return false;
 }
 #endif
 

@@ -21,6 +21,7 @@
 #include <linux/blk-mq.h>
 #include <linux/completion.h>
 #include <linux/debugfs.h>
+#include <linux/delay.h>
 #include <linux/hrtimer.h>
 #include <linux/interrupt.h>
 #include <linux/kernel_stat.h>
@@ -113,6 +114,16 @@ MODULE_PARM_DESC(virtscsi_poll_queues, "Alias of poll_queues");
 #define SQCQ_CTRL_REAP		(5 * HZ)
 #define SQCQ_CTRL_SLOW		(30 * HZ)
 #define SQCQ_SETUP_WAIT		(10 * HZ)
+/*
+ * After the host stopped SQ/CQ on a live device (a paused VM, a migration,
+ * the endpoint set again): negotiate again this long after the switch to
+ * classic, doubling the delay while the device answers BUSY or requests
+ * stay outstanding, at most SQCQ_RENEGO_TRIES times.
+ */
+#define SQCQ_RENEGO_DELAY	(10 * HZ)
+#define SQCQ_RENEGO_TRIES	5
+/* How long a renegotiation waits for outstanding requests to finish. */
+#define SQCQ_RENEGO_IDLE_MS	10000
 /* Completions taken off a ring per lock hold. */
 #define SQCQ_DRAIN_BATCH	32
 /* Bounds on what the device's config space may ask for. */
@@ -187,6 +198,12 @@ struct virtscsi_event {
 	struct virtio_scsi_event ev;	/* device-writable */
 	struct work_struct work;
 	struct virtscsi_dev *dev;
+	/*
+	 * Who holds the buffer (event.lock): the device (@posted), the work
+	 * (@in_work, from the device's answer until the work re-posts it),
+	 * or nobody (both false: after a reset, or events off).
+	 */
+	bool posted, in_work;
 };
 
 struct virtscsi_dev {
@@ -200,6 +217,8 @@ struct virtscsi_dev {
 	atomic64_t bad_completions;	/* short or malformed responses */
 	atomic64_t tmf_slow;		/* control requests answered late */
 	atomic64_t timer_resets;	/* timeouts answered by waiting on */
+	atomic64_t host_resets;		/* virtscsi_eh_host_reset() runs */
+	bool eh_resetting;		/* the EH thread only, around its reset */
 	u64 timeout_notifies;		/* notifications a timeout sent */
 	atomic_t ctrl_waiting;		/* control requests being waited for */
 	struct dentry *dbg;
@@ -215,11 +234,17 @@ struct virtscsi_dev {
 	 */
 	struct virtscsi_tmf *stale_tmf;
 	struct virtscsi_tmf *stale_teardown;
+	/* TMFs a broken control queue still holds (ctrl.lock), ditto. */
+	struct list_head held_tmfs;
 	/* Why SQ/CQ is not in use (debugfs); NULL while it is. */
 	const char *classic_why;
 	enum virtscsi_state state;		/* written under virtscsi_lock */
 	struct mutex virtscsi_lock;		/* state changes, poller stop */
 	struct work_struct stop_work;	/* the host set STOPPED */
+	struct delayed_work renego_work;	/* SQ/CQ again after that */
+	unsigned int renego_tries;	/* renego_work's, virtscsi_lock */
+	bool renego_off;		/* no renegotiation: virtscsi_lock */
+	u64 renegotiations;		/* successful ones (debugfs) */
 	u32 host_flags;			/* SQCQ_F_* the host accepted */
 	/* The area address the last setup request carried (debugfs). */
 	u64 setup_addr;
@@ -297,6 +322,8 @@ struct virtscsi_tmf {
 		struct sqcq_setup_in sqcq;
 	} resp ____cacheline_aligned;
 	struct completion done ____cacheline_aligned;
+	/* On dev->held_tmfs while a broken device owns it (ctrl.lock). */
+	struct list_head held;
 };
 
 static struct dentry *virtscsi_debugfs;
@@ -454,9 +481,10 @@ static void virtscsi_vq_kick(struct virtscsi_vq *q)
 
 /*
  * The virtio core marks a ring broken when the device hands back an id it
- * never got (or twice).  Nothing comes back from it any more: its commands
- * time out and the new ones fail at submission (-EIO).  Called with the
- * queue lock held.
+ * never got (or twice), or when the device is gone.  Nothing comes back
+ * from it any more: its commands, and new ones (virtscsi_queuecommand()),
+ * wait for their timeout, and then error handling ends in a host reset
+ * (virtscsi_eh_host_reset()).  Called with the queue lock held.
  */
 static void virtscsi_vq_broken(struct virtscsi_vq *q)
 {
@@ -465,8 +493,22 @@ static void virtscsi_vq_broken(struct virtscsi_vq *q)
 		return;
 	q->broken_seen = true;
 	dev_err(&q->dev->vdev->dev,
-		"%s: the device broke the ring protocol; the queue is dead, its commands will fail\n",
+		"%s: the device broke the ring protocol; its commands wait for their timeout and a host reset\n",
 		q->name);
+}
+
+/* Whether @q's ring is broken (virtscsi_vq_broken()); takes the lock. */
+static bool virtscsi_vq_is_broken(struct virtscsi_vq *q)
+{
+	unsigned long flags;
+	bool broken;
+
+	spin_lock_irqsave(&q->lock, flags);
+	broken = q->vq && virtqueue_is_broken(q->vq);
+	if (broken)
+		virtscsi_vq_broken(q);
+	spin_unlock_irqrestore(&q->lock, flags);
+	return broken;
 }
 
 static void virtscsi_cmd_done(struct virtscsi_dev *dev, struct virtscsi_vq *q,
@@ -809,12 +851,26 @@ static sqcq_qc_ret_t virtscsi_queuecommand(struct Scsi_Host *shost,
 		return 0;
 	}
 
+	/* Only in a test build (common/sqcq_faults.h): a device gone bad. */
+	if (sqcq_fault_break_due())
+		virtio_break_device(dev->vdev);
 	ret = virtscsi_add_cmd(dev, q, sc, sc->flags & SCMD_LAST);
 	if (likely(!ret))
 		return 0;
 	if (ret == -ENOSPC || ret == -ENOMEM)
 		return SCSI_MLQUEUE_HOST_BUSY;
-	/* -EIO: the device is broken (e.g. surprise removal); -ENODEV: torn down. */
+	/*
+	 * -EIO: the ring is broken (a device that broke the protocol, or one
+	 * removed by surprise).  Keep the command: it times out like those
+	 * the device holds, error handling resets the host and retries it on
+	 * the new rings; a device that cannot be reset fails it then.
+	 */
+	if (ret == -EIO) {
+		virtscsi_err_rl(dev, "%s: ring broken; command held for the host reset\n",
+				q->name);
+		return 0;
+	}
+	/* -ENODEV: torn down (removal). */
 	virtscsi_err_rl(dev, "%s: cannot queue command (%d); failing it\n",
 			q->name, ret);
 	sc->result = DID_NO_CONNECT << 16;
@@ -934,7 +990,8 @@ static int virtscsi_ctrl_queue(struct virtscsi_dev *dev, struct virtscsi_tmf *tm
  * Wait until the device returned @tmf (answered, or handed back by a reset:
  * virtscsi_reclaim()).  Every SQCQ_CTRL_REAP the control queue is reaped
  * here, so a lost interrupt costs seconds, not forever.  @limit (jiffies, a
- * multiple of SQCQ_CTRL_REAP; 0: none) ends the wait with -ETIMEDOUT.
+ * multiple of SQCQ_CTRL_REAP; 0: none) ends the wait with -ETIMEDOUT, and
+ * so does a broken control queue.
  * @killable (probe only): a fatal signal ends it with -EINTR.  After
  * either the device still owns @tmf and may write its answer: the caller
  * keeps it until the device is reset.
@@ -963,6 +1020,9 @@ static int virtscsi_ctrl_wait(struct virtscsi_dev *dev, struct virtscsi_tmf *tmf
 		}
 		if (left)
 			break;
+		/* Nothing comes back from a broken ring: only a reset ends it. */
+		if (virtscsi_vq_is_broken(&dev->ctrl))
+			break;
 		waited += SQCQ_CTRL_REAP;
 		if (limit && waited >= limit)
 			break;
@@ -983,9 +1043,20 @@ static int virtscsi_ctrl_wait(struct virtscsi_dev *dev, struct virtscsi_tmf *tmf
 	return 0;
 }
 
+/* Keep @tmf, which a broken device still owns, until its reset. */
+static void virtscsi_tmf_hold(struct virtscsi_dev *dev, struct virtscsi_tmf *tmf)
+{
+	unsigned long flags;
+
+	spin_lock_irqsave(&dev->ctrl.lock, flags);
+	list_add_tail(&tmf->held, &dev->held_tmfs);
+	spin_unlock_irqrestore(&dev->ctrl.lock, flags);
+}
+
 /*
- * Send a TMF and wait for its answer, without a time limit (see
- * virtscsi_ctrl_wait()).  Returns SUCCESS or FAILED (the SCSI EH values).
+ * Send a TMF and wait for its answer, without a time limit unless the
+ * control queue breaks (see virtscsi_ctrl_wait()).  Returns SUCCESS or
+ * FAILED (the SCSI EH values).
  */
 static int virtscsi_send_tmf(struct virtscsi_dev *dev, struct scsi_cmnd *sc,
 			     u32 subtype, u64 tag)
@@ -1005,14 +1076,20 @@ static int virtscsi_send_tmf(struct virtscsi_dev *dev, struct scsi_cmnd *sc,
 
 	ret = virtscsi_ctrl_queue(dev, tmf, sizeof(tmf->req.tmf));
 	if (ret) {
-		sdev_printk(KERN_ERR, sc->device,
-			    "%s: cannot queue on the control queue (%d)\n",
-			    virtscsi_tmf_name(subtype), ret);
+		/* Once per command of a broken device: rate-limited. */
+		virtscsi_err_rl(dev, "%s: cannot queue on the control queue (%d)\n",
+				virtscsi_tmf_name(subtype), ret);
 		kfree(tmf);
 		return FAILED;
 	}
 	/* Not killable: the error handler is a kernel thread. */
-	virtscsi_ctrl_wait(dev, tmf, virtscsi_tmf_name(subtype), false, 0);
+	if (virtscsi_ctrl_wait(dev, tmf, virtscsi_tmf_name(subtype), false, 0)) {
+		/* The control queue broke: the device owns @tmf until the reset. */
+		virtscsi_tmf_hold(dev, tmf);
+		virtscsi_err_rl(dev, "%s: control queue broken; the request is held until a host reset\n",
+				virtscsi_tmf_name(subtype));
+		return FAILED;
+	}
 
 	resp = tmf->resp.tmf.response;
 	kfree(tmf);
@@ -1027,6 +1104,30 @@ static int virtscsi_send_tmf(struct virtscsi_dev *dev, struct scsi_cmnd *sc,
 }
 
 /*
+ * One rate-limited line for a command the device keeps past its timeout:
+ * the queue's counts and doorbells, what a hang needs to be understood.
+ */
+static void virtscsi_timeout_report(struct virtscsi_dev *dev, struct virtscsi_vq *q)
+{
+	u32 sq = U32_MAX, cq = U32_MAX;	/* idx << 16 | flags; MAX: none */
+	unsigned long flags;
+	u64 reqs, done;
+	u16 avail;
+
+	spin_lock_irqsave(&q->lock, flags);
+	reqs = q->st.requests;
+	done = q->st.completions;
+	avail = q->avail_shadow;
+	if (q->sq)
+		sq = sqcq_load16(&q->sq->idx) << 16 | sqcq_load16(&q->sq->flags);
+	if (q->cq)
+		cq = sqcq_load16(&q->cq->idx) << 16 | sqcq_load16(&q->cq->flags);
+	spin_unlock_irqrestore(&q->lock, flags);
+	virtscsi_err_rl(dev, "%s: a command is past its timeout (requests %llu, completions %llu, avail %u, SQ idx/flags %#x, CQ %#x; ~0: none); notified again, still waiting\n",
+			q->name, reqs, done, avail, sq, cq);
+}
+
+/*
  * A command outlived its timeout.  First reap its queue, so a lost
  * notification (an interrupt, or a CQ doorbell the poll thread slept
  * through) costs one timeout.  If the command was there it is complete now
@@ -1034,6 +1135,7 @@ static int virtscsi_send_tmf(struct virtscsi_dev *dev, struct scsi_cmnd *sc,
  * pages and its response buffer: restart the timer and keep waiting, as
  * upstream virtio_scsi does.  Aborting or failing it would hand memory the
  * device may still write to back to its owner (docs/error-handling.md).
+ * Only a broken ring goes to error handling, which ends in a host reset.
  */
 static enum scsi_timeout_action virtscsi_eh_timed_out(struct scsi_cmnd *sc)
 {
@@ -1043,6 +1145,13 @@ static enum scsi_timeout_action virtscsi_eh_timed_out(struct scsi_cmnd *sc)
 	virtscsi_vq_drain(q, SQCQ_SRC_EH);
 	if (test_bit(SCMD_STATE_COMPLETE, &sc->state))
 		return SCSI_EH_NOT_HANDLED;	/* the midlayer sees it done */
+	/*
+	 * A broken ring never returns it: error handling takes it, and its
+	 * last step, the host reset, hands it back from a reset device.
+	 */
+	if (virtscsi_vq_is_broken(q))
+		return SCSI_EH_NOT_HANDLED;
+	virtscsi_timeout_report(dev, q);
 	virtscsi_vq_notify_anyway(q);
 	atomic64_inc(&dev->timer_resets);
 	return SCSI_EH_RESET_TIMER;
@@ -1065,11 +1174,57 @@ static int virtscsi_eh_device_reset(struct scsi_cmnd *sc)
 	return virtscsi_send_tmf(dev, sc, VIRTIO_SCSI_T_TMF_LOGICAL_UNIT_RESET, 0);
 }
 
+#ifdef CONFIG_PM_SLEEP
+/*
+ * The last step of the midlayer's error handling, reached when a ring broke
+ * (virtscsi_eh_timed_out()) or when an abort and a LUN reset failed.  Every
+ * command of the host is in the midlayer's hands then and none is being
+ * queued.  Reset the device, which hands back all it held, and set it up
+ * again through the virtio core's restore sequence (status, features,
+ * virtqueues, DRIVER_OK, then virtscsi_restore(): events and an SQ/CQ
+ * negotiation); the midlayer retries the commands on the new rings.
+ * Event work is not waited for, since it may be waiting for this very
+ * recovery: its buffer goes back to the device when it is done.
+ */
+static int virtscsi_eh_host_reset(struct scsi_cmnd *sc)
+{
+	struct Scsi_Host *shost = sc->device->host;
+	struct virtscsi_dev *dev = virtscsi_shost_dev(shost);
+	struct virtio_device *vdev = dev->vdev;
+	int ret;
+
+	atomic64_inc(&dev->host_resets);
+	shost_printk(KERN_WARNING, shost, "host reset: resetting the virtio device\n");
+	dev->eh_resetting = true;
+	ret = virtio_device_freeze(vdev);
+	if (!ret)
+		ret = virtio_device_restore(vdev);
+	dev->eh_resetting = false;
+	if (ret) {
+		shost_printk(KERN_ERR, shost, "host reset failed (%d): the device is not usable\n",
+			     ret);
+		return FAILED;
+	}
+	shost_printk(KERN_INFO, shost, "host reset done: %s mode\n",
+		     READ_ONCE(dev->state) == SQCQ_STATE_ON ? "SQ/CQ" : "classic");
+	return SUCCESS;
+}
+
+#define SQCQ_SHT_HOST_RESET	.eh_host_reset_handler = virtscsi_eh_host_reset,
+#else
+/* Without the core's restore sequence there is no way to reset. */
+#define SQCQ_SHT_HOST_RESET
+#endif
+
 /* ------------------------------------------------------------------ */
 /* Events (hotplug, parameter changes)                                 */
 /* ------------------------------------------------------------------ */
 
-static void virtscsi_event_post(struct virtscsi_event *e)
+/*
+ * Hand @e's buffer to the device, unless the device or the event's work
+ * holds it, or events are off.  @from_work: that work is done with it.
+ */
+static void virtscsi_event_post(struct virtscsi_event *e, bool from_work)
 {
 	struct virtscsi_dev *dev = e->dev;
 	struct virtscsi_vq *q = &dev->event;
@@ -1078,12 +1233,16 @@ static void virtscsi_event_post(struct virtscsi_event *e)
 	struct virtqueue *kick = NULL;
 	int ret = 0;
 
-	memset(&e->ev, 0, sizeof(e->ev));
-	sg_init_one(&sg, &e->ev, sizeof(e->ev));
 	spin_lock_irqsave(&q->lock, flags);
+	if (from_work)
+		e->in_work = false;
 	/* Torn down rings (q->vq NULL) are no error here: nothing to post. */
-	if (dev->events_on && q->vq)
+	if (dev->events_on && q->vq && !e->posted && !e->in_work) {
+		memset(&e->ev, 0, sizeof(e->ev));
+		sg_init_one(&sg, &e->ev, sizeof(e->ev));
 		ret = virtscsi_vq_add(q, sgs, 0, 1, e, true, &kick);
+		e->posted = !ret;
+	}
 	spin_unlock_irqrestore(&q->lock, flags);
 	if (ret)
 		virtscsi_err_rl(dev, "cannot post an event buffer (%d)\n", ret);
@@ -1240,7 +1399,7 @@ static void virtscsi_event_work(struct work_struct *work)
 	default:
 		virtscsi_err_rl(dev, "unknown event %#x\n", event);
 	}
-	virtscsi_event_post(e);
+	virtscsi_event_post(e, true);
 }
 
 static void virtscsi_event_done(struct virtscsi_dev *dev, void *buf,
@@ -1248,18 +1407,21 @@ static void virtscsi_event_done(struct virtscsi_dev *dev, void *buf,
 {
 	struct virtscsi_event *e = buf;
 	unsigned long flags;
+	bool short_len = len && len < sizeof(e->ev);
 
-	if (len && len < sizeof(e->ev)) {
+	spin_lock_irqsave(&dev->event.lock, flags);
+	e->posted = false;	/* the device gave it back */
+	if (dev->events_on && !short_len) {
+		e->in_work = true;
+		queue_work(system_freezable_wq, &e->work);
+	}
+	spin_unlock_irqrestore(&dev->event.lock, flags);
+	if (short_len) {
 		virtscsi_err_rl(dev, "event: used length %u shorter than %zu; ignored\n",
 				len, sizeof(e->ev));
 		atomic64_inc(&dev->bad_completions);
-		virtscsi_event_post(e);
-		return;
+		virtscsi_event_post(e, false);
 	}
-	spin_lock_irqsave(&dev->event.lock, flags);
-	if (dev->events_on)
-		queue_work(system_freezable_wq, &e->work);
-	spin_unlock_irqrestore(&dev->event.lock, flags);
 }
 
 /* Whether event buffers are posted and event work queued; takes event.lock. */
@@ -1277,18 +1439,25 @@ static void virtscsi_events_start(struct virtscsi_dev *dev)
 	unsigned int i;
 
 	virtscsi_events_set(dev, true);
+	/* Those the device or a running work holds are skipped. */
 	for (i = 0; i < SQCQ_NR_EVENTS; i++)
-		virtscsi_event_post(&dev->events[i]);
+		virtscsi_event_post(&dev->events[i], false);
 }
 
 /* After this, no event work runs and no event buffer is re-posted. */
 static void virtscsi_events_stop(struct virtscsi_dev *dev)
 {
+	unsigned long flags;
 	unsigned int i;
 
 	virtscsi_events_set(dev, false);
-	for (i = 0; i < SQCQ_NR_EVENTS; i++)
+	for (i = 0; i < SQCQ_NR_EVENTS; i++) {
 		cancel_work_sync(&dev->events[i].work);
+		/* A work cancelled before it ran no longer holds its buffer. */
+		spin_lock_irqsave(&dev->event.lock, flags);
+		dev->events[i].in_work = false;
+		spin_unlock_irqrestore(&dev->event.lock, flags);
+	}
 }
 
 /* ------------------------------------------------------------------ */
@@ -1380,6 +1549,7 @@ static void virtscsi_reclaim(struct virtscsi_dev *dev, struct virtscsi_vq *q, vo
 {
 	struct virtscsi_tmf *tmf;
 	struct scsi_cmnd *sc;
+	unsigned long flags;
 
 	switch (q->kind) {
 	case SQCQ_KIND_CTRL:
@@ -1389,8 +1559,13 @@ static void virtscsi_reclaim(struct virtscsi_dev *dev, struct virtscsi_vq *q, vo
 		complete(&tmf->done);
 		break;
 	case SQCQ_KIND_EVENT:
-		break;	/* embedded in dev */
+		/* Embedded in dev; the next virtscsi_events_start() posts it. */
+		spin_lock_irqsave(&q->lock, flags);
+		((struct virtscsi_event *)buf)->posted = false;
+		spin_unlock_irqrestore(&q->lock, flags);
+		break;
 	default:
+		/* In a host reset every command is the midlayer's: ignored. */
 		sc = buf;
 		sc->result = DID_NO_CONNECT << 16;
 		scsi_done(sc);
@@ -1829,7 +2004,8 @@ static void virtscsi_poller_stop(struct virtscsi_dev *dev)
  * Leave SQ/CQ for exact classic behaviour: submitters decide kicks by the
  * ring's own suppression (EVENT_IDX) again, the poll thread stops (every
  * queue asks for interrupts), debugfs says classic.  The area stays
- * allocated until the device is reset: the host may still hold it.
+ * allocated until the device is reset or answers a teardown request
+ * (virtscsi_renego_work()): the host may still hold it.
  */
 static void virtscsi_go_classic(struct virtscsi_dev *dev, const char *why)
 {
@@ -1856,7 +2032,12 @@ static void virtscsi_stop_work(struct work_struct *work)
 	mutex_lock(&dev->virtscsi_lock);
 	if (dev->state == SQCQ_STATE_ON) {
 		virtscsi_go_classic(dev, "stopped by the host");
-		dev_info(&dev->vdev->dev, "SQ/CQ stopped by the host: classic mode until the device is reset or probed again\n");
+		dev_info(&dev->vdev->dev, "SQ/CQ stopped by the host: classic mode; negotiating again in %u s\n",
+			 SQCQ_RENEGO_DELAY / HZ);
+		dev->renego_tries = 0;
+		if (!dev->renego_off)
+			schedule_delayed_work(&dev->renego_work,
+					      SQCQ_RENEGO_DELAY);
 	}
 	mutex_unlock(&dev->virtscsi_lock);
 }
@@ -2282,6 +2463,135 @@ killed:
 }
 
 /*
+ * Wait, submissions blocked, until no command of @shost is outstanding;
+ * false after SQCQ_RENEGO_IDLE_MS.
+ */
+static bool virtscsi_wait_idle(struct Scsi_Host *shost)
+{
+	unsigned int ms;
+
+	for (ms = 0; ms < SQCQ_RENEGO_IDLE_MS; ms += 20) {
+		if (!scsi_host_busy(shost))
+			return true;
+		msleep(20);
+	}
+	return !scsi_host_busy(shost);
+}
+
+/*
+ * Drop the doorbell area the host stopped using, once it answered a
+ * teardown request (OK, or NOT_SETUP: it holds none).  Submissions are
+ * blocked and the poll thread is stopped; returns false, with one line,
+ * when the host does not let go (the area then stays until the reset).
+ */
+static bool virtscsi_area_release(struct virtscsi_dev *dev)
+{
+	struct virtscsi_tmf *tmf;
+	unsigned int i;
+	int held;
+
+	tmf = kzalloc(sizeof(*tmf), GFP_KERNEL);
+	if (!tmf)
+		return false;
+	virtscsi_sqcq_req_header(tmf, SQCQ_TMF_SUBTYPE_TEARDOWN);
+	if (!virtscsi_teardown_req(dev, tmf, &held)) {
+		if (held)
+			virtscsi_tmf_hold(dev, tmf);	/* the device's */
+		else
+			kfree(tmf);
+		dev_warn(&dev->vdev->dev, "SQ/CQ not negotiated again: the device did not let go of the doorbell area; classic mode until it is reset\n");
+		return false;
+	}
+	kfree(tmf);
+	mutex_lock(&dev->virtscsi_lock);
+	if (dev->poller) {
+		put_task_struct(dev->poller);	/* stopped by virtscsi_go_classic() */
+		dev->poller = NULL;
+	}
+	mutex_unlock(&dev->virtscsi_lock);
+	for (i = 0; i < dev->nr_req; i++)
+		dev->req[i].cq = NULL;	/* the poll thread is gone; q->sq is NULL */
+	dev->area = NULL;
+	virtscsi_area_free(&dev->mem);
+	return true;
+}
+
+/*
+ * The host stopped SQ/CQ on a live device (docs/protocol.md section 5): a
+ * paused VM, a migration, the endpoint set again.  Negotiate again once no
+ * command is outstanding: block submissions, wait for the rings to drain,
+ * have the host let go of the old area, send a new setup request.  While
+ * the device answers BUSY (or commands stay outstanding), try again later.
+ */
+static void virtscsi_renego_work(struct work_struct *work)
+{
+	struct virtscsi_dev *dev = container_of(to_delayed_work(work),
+						struct virtscsi_dev, renego_work);
+	struct Scsi_Host *shost = dev->shost;
+	bool retry = false;
+
+	mutex_lock(&dev->virtscsi_lock);
+	if (dev->renego_off || dev->state == SQCQ_STATE_ON) {
+		mutex_unlock(&dev->virtscsi_lock);
+		return;
+	}
+	mutex_unlock(&dev->virtscsi_lock);
+
+	scsi_block_requests(shost);
+	/*
+	 * blk-mq dispatches under rcu_read_lock() and interrupt handlers run
+	 * with interrupts off: after this no submitter missed the block and
+	 * no interrupt still acts on the SQ/CQ state before the stop.
+	 */
+	synchronize_rcu();
+	if (!virtscsi_wait_idle(shost)) {
+		retry = true;
+		goto out;
+	}
+	if (!virtscsi_area_release(dev))
+		goto out;
+	virtscsi_sqcq_setup(dev);	/* not killable here: returns 0 */
+	if (READ_ONCE(dev->state) == SQCQ_STATE_ON) {
+		WRITE_ONCE(dev->renegotiations, dev->renegotiations + 1);
+		dev_info(&dev->vdev->dev, "SQ/CQ negotiated again after the host stopped it\n");
+	} else if (dev->classic_why &&
+		   !strcmp(dev->classic_why, sqcq_status_str(SQCQ_S_BUSY))) {
+		retry = true;
+	}
+out:
+	scsi_unblock_requests(shost);
+	mutex_lock(&dev->virtscsi_lock);
+	if (retry && !dev->renego_off &&
+	    ++dev->renego_tries < SQCQ_RENEGO_TRIES)
+		schedule_delayed_work(&dev->renego_work,
+				      SQCQ_RENEGO_DELAY << dev->renego_tries);
+	mutex_unlock(&dev->virtscsi_lock);
+}
+
+/* No renegotiation from now on (freeze, remove); waits for a running one. */
+static void virtscsi_renego_stop(struct virtscsi_dev *dev)
+{
+	mutex_lock(&dev->virtscsi_lock);
+	dev->renego_off = true;
+	mutex_unlock(&dev->virtscsi_lock);
+	cancel_delayed_work_sync(&dev->renego_work);
+}
+
+/* After a reset: free the TMFs a broken control queue held. */
+static void virtscsi_held_tmfs_free(struct virtscsi_dev *dev)
+{
+	struct virtscsi_tmf *tmf, *next;
+	unsigned long flags;
+	LIST_HEAD(list);
+
+	spin_lock_irqsave(&dev->ctrl.lock, flags);
+	list_splice_init(&dev->held_tmfs, &list);
+	spin_unlock_irqrestore(&dev->ctrl.lock, flags);
+	list_for_each_entry_safe(tmf, next, &list, held)
+		kfree(tmf);
+}
+
+/*
  * After the device was reset (virtscsi_vqs_teardown()): the host no longer
  * touches the area, no queue interrupt or submitter can come; stop the poll
  * thread and free the area.
@@ -2311,6 +2621,7 @@ static void virtscsi_sqcq_stop(struct virtscsi_dev *dev)
 	dev->stale_tmf = NULL;
 	kfree(dev->stale_teardown);
 	dev->stale_teardown = NULL;
+	virtscsi_held_tmfs_free(dev);
 }
 
 static bool virtscsi_wants_events(struct virtio_device *vdev)
@@ -2405,6 +2716,9 @@ static int virtscsi_info_show(struct seq_file *m, void *v)
 	seq_printf(m, "timer_resets: %lld\n",
 		   (long long)atomic64_read(&dev->timer_resets));
 	seq_printf(m, "timeout_notifies: %llu\n", READ_ONCE(dev->timeout_notifies));
+	seq_printf(m, "host_resets: %lld\n",
+		   (long long)atomic64_read(&dev->host_resets));
+	seq_printf(m, "renegotiations: %llu\n", READ_ONCE(dev->renegotiations));
 	return 0;
 }
 DEFINE_SHOW_ATTRIBUTE(virtscsi_info);
@@ -2452,6 +2766,7 @@ static struct scsi_host_template virtscsi_sht = {
 	.eh_timed_out		= virtscsi_eh_timed_out,
 	.eh_abort_handler	= virtscsi_eh_abort,
 	.eh_device_reset_handler = virtscsi_eh_device_reset,
+	SQCQ_SHT_HOST_RESET
 	.can_queue		= 1024,
 	.dma_boundary		= UINT_MAX,
 	.track_queue_depth	= 1,
@@ -2505,9 +2820,12 @@ static void virtscsi_init_dev(struct virtscsi_dev *dev, struct Scsi_Host *shost,
 	atomic64_set(&dev->bad_completions, 0);
 	atomic64_set(&dev->tmf_slow, 0);
 	atomic64_set(&dev->timer_resets, 0);
+	atomic64_set(&dev->host_resets, 0);
 	atomic_set(&dev->ctrl_waiting, 0);
+	INIT_LIST_HEAD(&dev->held_tmfs);
 	mutex_init(&dev->virtscsi_lock);
 	INIT_WORK(&dev->stop_work, virtscsi_stop_work);
+	INIT_DELAYED_WORK(&dev->renego_work, virtscsi_renego_work);
 	virtscsi_init_vq(dev, &dev->ctrl, SQCQ_KIND_CTRL, "control");
 	virtscsi_init_vq(dev, &dev->event, SQCQ_KIND_EVENT, "event");
 	for (i = 0; i < nr_req; i++) {
@@ -2617,6 +2935,7 @@ static int virtscsi_probe(struct virtio_device *vdev)
 
 err_host:
 	debugfs_remove_recursive(dev->dbg);
+	virtscsi_renego_stop(dev);
 	virtscsi_events_stop(dev);
 	scsi_remove_host(shost);
 err_vqs:
@@ -2634,6 +2953,7 @@ static void virtscsi_remove(struct virtio_device *vdev)
 	struct virtscsi_dev *dev = virtscsi_shost_dev(shost);
 
 	debugfs_remove_recursive(dev->dbg);
+	virtscsi_renego_stop(dev);
 	virtscsi_events_stop(dev);
 	/* Outstanding commands still complete through the live rings. */
 	scsi_remove_host(shost);
@@ -2648,7 +2968,12 @@ static int virtscsi_freeze(struct virtio_device *vdev)
 {
 	struct virtscsi_dev *dev = virtscsi_shost_dev(vdev->priv);
 
-	virtscsi_events_stop(dev);
+	virtscsi_renego_stop(dev);
+	/* A host reset must not wait for event work: it may wait for the reset. */
+	if (dev->eh_resetting)
+		virtscsi_events_set(dev, false);
+	else
+		virtscsi_events_stop(dev);
 	virtscsi_vqs_teardown(dev);
 	virtscsi_sqcq_stop(dev);
 	return 0;
@@ -2668,11 +2993,18 @@ static int virtscsi_restore(struct virtio_device *vdev)
 	/* Killed while the device held the request: reset, hand all back. */
 	ret = virtscsi_sqcq_setup(dev);
 	if (ret) {
-		virtscsi_events_stop(dev);
+		if (dev->eh_resetting)
+			virtscsi_events_set(dev, false);
+		else
+			virtscsi_events_stop(dev);
 		virtscsi_vqs_teardown(dev);
 		virtscsi_sqcq_stop(dev);
+		return ret;
 	}
-	return ret;
+	mutex_lock(&dev->virtscsi_lock);
+	dev->renego_off = false;
+	mutex_unlock(&dev->virtscsi_lock);
+	return 0;
 }
 #endif
 

@@ -451,5 +451,49 @@ if check "fault build present ($FKO)" test -f "$FKO"; then
 	fi
 fi
 
+# ---- 11. a ring that breaks under I/O: host reset, nothing lost -------
+# The test build marks the device broken (virtio_break_device(), what the
+# virtio core does to a device that returns a buffer it never got, or that
+# is gone) at the 300th command while fio writes and verifies with a 3 s
+# SCSI timeout.  Nothing comes back from a broken ring: before, its
+# commands had their timers restarted for ever (fio hung).  Now they and
+# the ones queued after the break time out, error handling ends in the
+# host reset (device reset, everything handed back, set up again) and the
+# midlayer retries them: fio ends and verifies, the disk keeps running.
+log "section 11: a ring that breaks under I/O"
+[ ! -d /sys/module/$FMOD ] || rmmod $FMOD
+if [ -f "$FKO" ] && check "bind the fault build for the break" \
+	timeout 120 insmod "$FKO" poll_queues=0 && wait_for 30 fhas_disks; then
+	FDISK=$(fdisks | head -n 1)
+	disk_ready "$FDISK"
+	echo 3 >"/sys/block/${FDISK#/dev/}/device/timeout"
+	dmesg -C
+	freqs() { awk 'NR > 1 && $2 == "irq" { s += $4 } END { print s + 0 }' \
+		"/sys/kernel/debug/$FMOD/$VDEV/queues"; }
+	fflowing() { [ "$(freqs)" -gt $(($1 + 100)) ]; }
+	b0=$(freqs)
+	fio_verify broken libaio "$FDISK" $((16 / DIV + 4))m &
+	p=$!
+	wait_for 60 fflowing "$b0"
+	echo 300 >/sys/module/$FMOD/parameters/fault_break_after
+	check "break: the driver saw the broken ring" \
+		wait_for 30 bash -c "dmesg | grep -q 'broke the ring protocol'"
+	check "break: error handling reset the host (host_resets $(finfo host_resets))" \
+		wait_for 120 bash -c "dmesg | grep -q 'host reset done'"
+	if ! check "break: fio ends" wait_for 120 bash -c "! kill -0 $p 2>/dev/null"; then
+		kill -9 $p 2>/dev/null
+	fi
+	wait $p
+	r=$?
+	[ $r = 0 ] || tail -n 15 /tmp/fio-broken.log >&2
+	dmesg | grep -E 'broke|reset|abort|offline|held|timing out' | tail -n 12 >&2
+	check "break: fio verify across the break and the reset clean (status $r)" [ $r = 0 ]
+	check "break: one host reset ($(finfo host_resets))" [ "$(finfo host_resets)" = 1 ]
+	check "break: disk running after the reset" \
+		[ "$(cat "/sys/block/${FDISK#/dev/}/device/state")" = running ]
+	check "break: fio verify after the reset" fio_verify afterbreak libaio "$FDISK" $((8 / DIV + 1))m
+	check "break: rmmod after the reset" rmmod $FMOD
+fi
+
 echo "guest tests: $fails failed"
 [ $fails = 0 ]

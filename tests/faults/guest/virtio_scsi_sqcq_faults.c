@@ -14,5 +14,9 @@ unsigned int fault_poll_hog_s;
 module_param(fault_poll_hog_s, uint, 0644);
 MODULE_PARM_DESC(fault_poll_hog_s, "Test only: the poll thread, once it finds work, spins this many seconds with preemption off (once)");
 
+unsigned int fault_break_after;
+module_param(fault_break_after, uint, 0644);
+MODULE_PARM_DESC(fault_break_after, "Test only: the N-th command submitted from now on marks the device broken (virtio_break_device()), as a device that broke the ring protocol");
+
 /* From guest/ (-I in Kbuild), or beside this file in a copy of the tree. */
 #include "virtio_scsi_sqcq.c"
