@@ -218,7 +218,7 @@ struct virtscsi_dev {
 	atomic64_t tmf_slow;		/* control requests answered late */
 	atomic64_t timer_resets;	/* timeouts answered by waiting on */
 	atomic64_t host_resets;		/* virtscsi_eh_host_reset() runs */
-	bool eh_resetting;		/* the EH thread only, around its reset */
+	bool eh_resetting;		/* around a host reset (EH or ioctl) */
 	u64 timeout_notifies;		/* notifications a timeout sent */
 	atomic_t ctrl_waiting;		/* control requests being waited for */
 	struct dentry *dbg;
@@ -870,7 +870,9 @@ static sqcq_qc_ret_t virtscsi_queuecommand(struct Scsi_Host *shost,
 				q->name);
 		return 0;
 	}
-	/* -ENODEV: torn down (removal). */
+	/* -ENODEV: torn down: again after a host reset, else removal. */
+	if (READ_ONCE(dev->eh_resetting))
+		return SCSI_MLQUEUE_HOST_BUSY;
 	virtscsi_err_rl(dev, "%s: cannot queue command (%d); failing it\n",
 			q->name, ret);
 	sc->result = DID_NO_CONNECT << 16;
@@ -1177,12 +1179,14 @@ static int virtscsi_eh_device_reset(struct scsi_cmnd *sc)
 #ifdef CONFIG_PM_SLEEP
 /*
  * The last step of the midlayer's error handling, reached when a ring broke
- * (virtscsi_eh_timed_out()) or when an abort and a LUN reset failed.  Every
- * command of the host is in the midlayer's hands then and none is being
- * queued.  Reset the device, which hands back all it held, and set it up
- * again through the virtio core's restore sequence (status, features,
- * virtqueues, DRIVER_OK, then virtscsi_restore(): events and an SQ/CQ
- * negotiation); the midlayer retries the commands on the new rings.
+ * (virtscsi_eh_timed_out()) or when an abort and a LUN reset failed; every
+ * command of the host is in the midlayer's hands then.  Also asked for by
+ * an SG_SCSI_RESET ioctl, with commands in flight: no new one is
+ * dispatched meanwhile, one being queued is sent back to the block layer.
+ * Reset the device, which hands back all it held (DID_RESET: retried),
+ * and set it up again through the virtio core's restore sequence (status,
+ * features, virtqueues, DRIVER_OK, then virtscsi_restore(): events and an
+ * SQ/CQ negotiation); the midlayer retries the commands on the new rings.
  * Event work is not waited for, since it may be waiting for this very
  * recovery: its buffer goes back to the device when it is done.
  */
@@ -1195,11 +1199,11 @@ static int virtscsi_eh_host_reset(struct scsi_cmnd *sc)
 
 	atomic64_inc(&dev->host_resets);
 	shost_printk(KERN_WARNING, shost, "host reset: resetting the virtio device\n");
-	dev->eh_resetting = true;
+	WRITE_ONCE(dev->eh_resetting, true);
 	ret = virtio_device_freeze(vdev);
 	if (!ret)
 		ret = virtio_device_restore(vdev);
-	dev->eh_resetting = false;
+	WRITE_ONCE(dev->eh_resetting, false);
 	if (ret) {
 		shost_printk(KERN_ERR, shost, "host reset failed (%d): the device is not usable\n",
 			     ret);
@@ -1565,9 +1569,12 @@ static void virtscsi_reclaim(struct virtscsi_dev *dev, struct virtscsi_vq *q, vo
 		spin_unlock_irqrestore(&q->lock, flags);
 		break;
 	default:
-		/* In a host reset every command is the midlayer's: ignored. */
+		/*
+		 * A host reset retries what it hands back (DID_RESET; the
+		 * commands error handling holds ignore it); removal fails it.
+		 */
 		sc = buf;
-		sc->result = DID_NO_CONNECT << 16;
+		sc->result = (dev->eh_resetting ? DID_RESET : DID_NO_CONNECT) << 16;
 		scsi_done(sc);
 		break;
 	}

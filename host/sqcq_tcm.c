@@ -30,7 +30,9 @@
  * fabric gave, so a device-readable buffer (pinned without FOLL_WRITE:
  * it may be the zero page, a KSM page or a private file page) is accepted
  * only with an opcode that sends data to the device; anything else is
- * answered CHECK CONDITION before a page is pinned.
+ * answered CHECK CONDITION before a page is pinned.  Opcodes whose data
+ * may go either way (ATA PASS-THROUGH, variable-length CDBs) get their
+ * device-readable buffers pinned for writing.
  *
  * Limits: at most the ring size of commands in flight per queue (BUSY
  * beyond); their memory is charged to the owner's memory cgroup (the
@@ -113,6 +115,7 @@ struct vhost_scsi_cmd {
 	bool aborted;			/* aborted_task() was called */
 	u8 tmf_response;		/* VIRTIO_SCSI_S_* of a TMF */
 	bool data_in;			/* device writes the data buffers */
+	bool pin_write;			/* pages pinned FOLL_WRITE */
 	bool data_sent;			/* queue_data_in: the core read data */
 	u32 data_len;
 	u32 resp_len;			/* bytes of the response header */
@@ -359,7 +362,7 @@ static int vhost_pin_segment(void *arg, unsigned long ua, size_t len)
 	int got, i;
 
 	got = pin_user_pages_fast(ua & PAGE_MASK, n,
-				  cmd->data_in ? FOLL_WRITE : 0, pages);
+				  cmd->pin_write ? FOLL_WRITE : 0, pages);
 	if (got > 0)
 		cmd->npages += got;
 	if (got != n)
@@ -444,7 +447,7 @@ static void vhost_scsi_cmd_free(struct vhost_scsi_cmd *cmd)
 	s->vq_inflight[cmd->vq->index]--;
 	if (cmd->npages)
 		unpin_user_pages_dirty_lock(cmd->pages, cmd->npages,
-					    cmd->data_in);
+					    cmd->pin_write);
 	kvfree(cmd->pages);
 	kvfree(cmd->sgl);
 	if (cmd->bounce)
@@ -627,6 +630,13 @@ u32 vhost_scsi_cmd_one(struct vhost_vq *vq, struct vhost_req *req)
 		return vhost_scsi_cmd_reply(req, VIRTIO_SCSI_S_BUSY);
 	memcpy(cmd->cdb, vreq.cdb, sizeof(cmd->cdb));
 	cmd->data_in = din;
+	/*
+	 * Data either way: the backstore may write a device-readable buffer
+	 * (a passthrough HBA follows the CDB), so it is pinned for writing
+	 * as well -- never the zero page, a KSM page or a file's page cache.
+	 */
+	cmd->pin_write = din ||
+			 vhost_scsi_cdb_dir(vreq.cdb[0]) == SQCQ_DIR_EITHER;
 	cmd->data_len = dout + din;
 	if (cmd->data_len) {
 		ret = vhost_scsi_cmd_map(cmd, req, cmd->data_in ? rsp : hdr);

@@ -373,7 +373,11 @@ void vhost_worker_serve(struct vhost_vq *vq, struct vhost_worker *w)
 	}
 	if (vq->dev->ops->complete_vq)
 		vq->dev->ops->complete_vq(vq);
-	if (vq->running && !vq->broken)
+	/*
+	 * Only a worker reads the ring: it runs in the owner's mm.  The
+	 * reaper (@w NULL), a kworker, would reach whatever mm its CPU has.
+	 */
+	if (w && vq->running && !vq->broken)
 		vq->dev->ops->handle_vq(vq);
 	mutex_unlock(&vq->mutex);
 }
@@ -848,6 +852,7 @@ static void vhost_eventfd_swap(struct eventfd_ctx **slot,
 
 void vhost_vq_fail(struct vhost_vq *vq, const char *why)
 {
+	lockdep_assert_held(&vq->mutex);
 	if (!vq->broken)
 		pr_warn_ratelimited("owner %d vq %u: %s; queue stopped until restarted\n",
 				    vq->dev->owner_pid, vq->index, why);
@@ -1182,6 +1187,7 @@ void vhost_vq_notify(struct vhost_vq *vq)
 
 void vhost_vq_disable_kicks(struct vhost_vq *vq)
 {
+	lockdep_assert_held(&vq->mutex);
 	/* With EVENT_IDX, an avail_event left behind suppresses kicks. */
 	if (vhost_dev_has_feature(vq->dev, VIRTIO_RING_F_EVENT_IDX))
 		return;
@@ -1193,6 +1199,8 @@ bool vhost_vq_enable_kicks(struct vhost_vq *vq)
 {
 	__le16 raw;
 	int ret;
+
+	lockdep_assert_held(&vq->mutex);
 
 	if (vhost_dev_has_feature(vq->dev, VIRTIO_RING_F_EVENT_IDX))
 		ret = put_user(cpu_to_le16(vq->last_avail_idx),
@@ -1225,6 +1233,7 @@ void vhost_vq_serve_sync(struct vhost_vq *vq,
 	u32 len;
 	int ret;
 
+	lockdep_assert_held(&vq->mutex);
 	vhost_vq_disable_kicks(vq);
 	while (!vq->broken) {
 		ret = vhost_vq_pop(vq, &req);
@@ -1304,10 +1313,22 @@ static void vhost_vq_stop(struct vhost_vq *vq)
 /* Start the ring with kick file @file.  vq->mutex held. */
 static int vhost_vq_start(struct vhost_vq *vq, struct file *file)
 {
+	struct vhost_worker *w;
 	__le16 raw;
 	int ret;
 
 	lockdep_assert_held(&vq->mutex);
+	/*
+	 * Its worker died with the owner (vhost_worker_killed()): a process
+	 * that shares the owner's mm (CLONE_VM) still passes the owner check,
+	 * but nothing may serve the ring any more until RESET_OWNER.
+	 */
+	w = rcu_dereference_protected(vq->worker, lockdep_is_held(&vq->mutex));
+	if (w && READ_ONCE(w->killed)) {
+		pr_warn_ratelimited("vq %u: ring start refused: the owner's worker was killed (RESET_OWNER first)\n",
+				    vq->index);
+		return -ESRCH;
+	}
 	if (!vq->num || !vq->addr_set) {
 		pr_warn_ratelimited("vq %u: SET_VRING_KICK before SET_VRING_NUM/ADDR\n",
 				    vq->index);

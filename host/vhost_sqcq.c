@@ -264,7 +264,10 @@ static void vhost_doorbells_hand_off(struct vhost_vq *vq)
  */
 static bool vhost_doorbells_take(struct vhost_vq *vq)
 {
-	u16 idx = sqcq_consume_idx(&vq->sq->idx);
+	u16 idx;
+
+	lockdep_assert_held(&vq->dev->poll_lock);
+	idx = sqcq_consume_idx(&vq->sq->idx);
 
 	if (idx == vq->sq_seen)
 		return false;

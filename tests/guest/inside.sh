@@ -460,6 +460,7 @@ fi
 # the ones queued after the break time out, error handling ends in the
 # host reset (device reset, everything handed back, set up again) and the
 # midlayer retries them: fio ends and verifies, the disk keeps running.
+# Then a host reset by ioctl with commands in flight, under fio verify.
 log "section 11: a ring that breaks under I/O"
 [ ! -d /sys/module/$FMOD ] || rmmod $FMOD
 if [ -f "$FKO" ] && check "bind the fault build for the break" \
@@ -492,6 +493,26 @@ if [ -f "$FKO" ] && check "bind the fault build for the break" \
 	check "break: disk running after the reset" \
 		[ "$(cat "/sys/block/${FDISK#/dev/}/device/state")" = running ]
 	check "break: fio verify after the reset" fio_verify afterbreak libaio "$FDISK" $((8 / DIV + 1))m
+	# A host reset asked for by ioctl (SG_SCSI_RESET, what sg_reset -H
+	# does; perl-base is Essential) while fio writes: the commands in
+	# flight come back from the reset device with DID_RESET and are
+	# retried, none fails.
+	hr0=$(finfo host_resets)
+	b0=$(freqs)
+	fio_verify ioctlreset libaio "$FDISK" $((16 / DIV + 4))m &
+	p=$!
+	wait_for 60 fflowing "$b0"
+	check "ioctl: SG_SCSI_RESET host reset under I/O" perl -e \
+		'open(my $f, "<", $ARGV[0]) or die "$!"; my $a = pack("i", 3); ioctl($f, 0x2284, $a) or die "ioctl: $!\n"' "$FDISK"
+	if ! wait_for 120 bash -c "! kill -0 $p 2>/dev/null"; then
+		kill -9 $p 2>/dev/null
+	fi
+	wait $p
+	r=$?
+	[ $r = 0 ] || tail -n 15 /tmp/fio-ioctlreset.log >&2
+	check "ioctl: fio verify across the reset clean (status $r)" [ $r = 0 ]
+	check "ioctl: one more host reset ($hr0 -> $(finfo host_resets))" \
+		[ "$(finfo host_resets)" = $((hr0 + 1)) ]
 	check "break: rmmod after the reset" rmmod $FMOD
 fi
 

@@ -56,6 +56,7 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/ioctl.h>
+#include <sched.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -3581,6 +3582,140 @@ static void t_sigkill(int fd)
 	result(ok && good(&s), "scsi-sigkill-io-after", "%s", sres_str(&s));
 }
 
+/* The CLONE_VM sibling of t_sigkill_clone(): pipes and the device. */
+struct sibling {
+	int fd, go, res;
+};
+
+/*
+ * Runs in the owner's mm and fd table (CLONE_VM | CLONE_FILES) and outlives
+ * the owner: once told to, start ring 2 again with a fresh kick eventfd
+ * and kick it; report the ioctl's errno (0: started).  Raw calls only: the
+ * owner's stdio is shared.
+ */
+static int sibling_run(void *arg)
+{
+	struct sibling *sb = arg;
+	uint64_t one = 1;
+	int efd, err = 0;
+	char c;
+
+	if (read(sb->go, &c, 1) != 1)
+		_exit(1);
+	efd = eventfd(0, EFD_NONBLOCK);
+	if (efd < 0 || vring_file(sb->fd, VHOST_SET_VRING_KICK, 2, efd))
+		err = efd < 0 ? EBADF : errno;
+	else if (write(efd, &one, sizeof(one)) != sizeof(one))
+		err = EIO;
+	/* Long enough for whoever would serve the kick to do it. */
+	if (!err)
+		msleep(1000);
+	if (write(sb->res, &err, sizeof(err)) != sizeof(err))
+		_exit(2);
+	_exit(0);
+}
+
+/*
+ * The owner is killed while a process sharing its mm and its fd table
+ * (CLONE_VM, without CLONE_THREAD: not of its thread group) survives and
+ * starts a ring again.  Where workers are vhost_tasks they died with the
+ * owner, and the ring must not start: a ring served by the reaper, a
+ * kworker, would read and pin memory of whatever mm that CPU has.  Where
+ * workers are kthreads they live on with the mm, and the ring starts.
+ */
+static void t_sigkill_clone(int fd)
+{
+	int ready[2], go[2], res[2], n0, status = 0, err = -1;
+	bool ok, vtask = false;
+	struct pollfd pfd;
+	char c = 0;
+	pid_t pid;
+
+	expect("scsi-clone-parent-clear-endpoint",
+	       clear_endpoint(fd, wwpn, "scsi-clone-parent-clear-endpoint"), 0);
+	n0 = dbg_devs(0, NULL, 0);
+	if (pipe(ready) || pipe(go) || pipe(res)) {
+		result(false, "scsi-clone-pipes", "%s", strerror(errno));
+		return;
+	}
+	fflush(stdout);
+	pid = fork();
+	if (pid == 0) {
+		static struct sibling sb;
+		size_t stack_len = 256 << 10;
+		char why[200], *stack;
+
+		sb.fd = scsi_dev_open(node, wwpn, why, sizeof(why));
+		if (sb.fd < 0) {
+			dprintf(2, "clone owner: %s\n", why);
+			_exit(3);
+		}
+		sb.go = go[0];
+		sb.res = res[1];
+		stack = malloc(stack_len);
+		if (!stack || clone(sibling_run, stack + stack_len,
+				    CLONE_VM | CLONE_FILES | SIGCHLD, &sb) < 0)
+			_exit(4);
+		if (write(ready[1], "r", 1) != 1)
+			_exit(5);
+		alarm(300);
+		for (;;)
+			pause();
+	}
+	pfd = (struct pollfd){ .fd = ready[0], .events = POLLIN };
+	ok = pid > 0 && poll(&pfd, 1, 120000) == 1 &&
+	     read(ready[0], &c, 1) == 1 && c == 'r';
+	result(ok, "scsi-clone-owner-and-sibling-running", "owner pid %d", pid);
+	if (ok) {
+		char want[32], tasks[64];
+
+		snprintf(want, sizeof(want), "vhost-sqcq-%d", pid);
+		want[15] = '\0';
+		snprintf(tasks, sizeof(tasks), "/proc/%d/task", pid);
+		vtask = tasks_named(tasks, want) > 0;
+		kill(pid, SIGKILL);
+		ok = wait_child(pid, &status, 60000);
+	}
+	result(ok, "scsi-clone-owner-killed", "owner pid %d status 0x%x",
+	       pid, status);
+	if (ok && write(go[1], "g", 1) == 1) {
+		pfd = (struct pollfd){ .fd = res[0], .events = POLLIN };
+		if (poll(&pfd, 1, 60000) != 1 ||
+		    read(res[0], &err, sizeof(err)) != sizeof(err))
+			err = -1;
+	}
+	if (vtask)
+		result(err == ESRCH, "scsi-clone-ring-start-refused-after-owner-killed",
+		       "workers die with the owner: %s, want ESRCH",
+		       err > 0 ? strerror(err) : err ? "no answer" : "started");
+	else
+		result(err == 0, "scsi-clone-ring-starts-with-kthread-worker",
+		       "the worker keeps the mm: %s, want started",
+		       err > 0 ? strerror(err) : err ? "no answer" : "started");
+	close(ready[0]);
+	close(ready[1]);
+	close(go[0]);
+	close(go[1]);
+	close(res[0]);
+	close(res[1]);
+	/*
+	 * The sibling's exit (init reaps it) drops the last file reference;
+	 * the release removes the debugfs entry, then unbinds the TPGs.
+	 */
+	for (status = 0; status < 300 && dbg_devs(0, NULL, 0) != n0; status++)
+		msleep(100);
+	result(dbg_devs(0, NULL, 0) == n0, "scsi-clone-device-released",
+	       "%d devices, before %d", dbg_devs(0, NULL, 0), n0);
+	do {
+		ok = !set_endpoint(fd, wwpn, "scsi-clone-tpg-released");
+		if (ok || errno != EBUSY)
+			break;
+		msleep(100);
+	} while (++status < 400);
+	result(ok, "scsi-clone-tpg-released", "SET_ENDPOINT: %s",
+	       ok ? "ok" : strerror(errno));
+}
+
 struct tclose {
 	int fd, ret, err;
 };
@@ -3712,6 +3847,30 @@ static void t_direction(void)
 	result(check_bad_cdb(&s), "scsi-report-luns-readable-buffer-check-condition",
 	       "%s", sres_str(&s));
 
+	/*
+	 * Data either way (ATA PASS-THROUGH, here IDENTIFY DEVICE "from
+	 * device"; a passthrough backstore hands the CDB to a real HBA,
+	 * which follows the CDB, not the descriptors): a device-readable
+	 * buffer is pinned for writing too, so on a page mapped read-only
+	 * the pin fails and the request is refused before any backstore
+	 * sees it.
+	 */
+	memset(cdb, 0, sizeof(cdb));
+	cdb[0] = 0x85;			/* ATA PASS-THROUGH(16) */
+	cdb[1] = 4 << 1;		/* PIO data-in */
+	cdb[2] = 0x0e;			/* T_DIR from device, blocks, count */
+	cdb[6] = 1;
+	cdb[14] = 0xec;			/* IDENTIFY DEVICE */
+	if (mprotect(page, 4096, PROT_READ)) {
+		result(false, "scsi-ata-readable-buffer-read-only-map", "%s",
+		       strerror(errno));
+	} else {
+		scsi_cmd(1, 0, cdb, 16, gpa(page), SECT, false, &s);
+		result(s.done && s.r.response == VIRTIO_SCSI_S_FAILURE,
+		       "scsi-ata-readable-buffer-on-read-only-page-refused",
+		       "%s", sres_str(&s));
+		mprotect(page, 4096, PROT_READ | PROT_WRITE);
+	}
 	same_file = pread(ffd, got, sizeof(got), 0) == 4096 &&
 		    !memcmp(got, want, sizeof(got));
 	same_map = !memcmp(page, want, 4096);
@@ -4237,6 +4396,8 @@ static int scsi_main(int argc, char **argv)
 		t_lun_unlink_under_io();
 	if (phase("sigkill"))
 		t_sigkill(fd);
+	if (phase("sigkill-clone"))
+		t_sigkill_clone(fd);
 	if (phase("close-in-flight"))
 		t_close_in_flight(fd);
 	phase("end");
