@@ -1272,8 +1272,8 @@ int vhost_scsi_set_endpoint(struct vhost_scsi *s, const struct vhost_scsi_target
 		wake_up_all(&vhost_scsi_unclaim_wq);
 		return ret;
 	}
-	vhost_lifecycle_log(KERN_INFO, "dev%d: endpoint %s bound (%d target%s)\n",
-			    s->id, s->ep_wwpn, n, n == 1 ? "" : "s");
+	vhost_dev_log(&s->vdev, KERN_INFO, "dev%d: endpoint %s bound (%d target%s)\n",
+		      s->id, s->ep_wwpn, n, n == 1 ? "" : "s");
 	/* Requests may have waited for the targets (ep_paused). */
 	for (i = SQCQ_CTRL_VQ; i < s->vdev.nvqs; i++)
 		if (i != SQCQ_EVT_VQ && READ_ONCE(s->vdev.vqs[i].running))
@@ -1305,8 +1305,8 @@ int vhost_scsi_clear_endpoint(struct vhost_scsi *s, const struct vhost_scsi_targ
 	 */
 	vhost_doorbells_detach(&s->vdev, "endpoint cleared");
 	vhost_scsi_endpoint_release(s);
-	vhost_lifecycle_log(KERN_INFO, "dev%d: endpoint %s cleared\n", s->id,
-			    t->vhost_wwpn);
+	vhost_dev_log(&s->vdev, KERN_INFO, "dev%d: endpoint %s cleared\n",
+		      s->id, t->vhost_wwpn);
 	return 0;
 }
 

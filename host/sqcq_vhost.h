@@ -213,6 +213,7 @@ struct vhost_dev {
 	void *priv;			/* the device's own state */
 
 	struct mm_struct *mm;		/* owner's mm (mmget), NULL: no owner */
+	struct ratelimit_state log_rs;	/* vhost_dev_log()'s budget */
 	int owner_pid;			/* tgid of the owner, for messages */
 	/*
 	 * The workers (see vhost_core.c), by id; [0] is the default worker
@@ -318,15 +319,23 @@ void vhost_vq_fail(struct vhost_vq *vq, const char *why);
 
 /*
  * Lines a guest or a VMM can trigger at will (SQ/CQ negotiated, refused or
- * stopped, a poller bound, an endpoint bound or cleared) share one rate
- * limit for the whole module: a storm of setup/teardown/close cycles gives
- * a handful of lines, not one per cycle.  vhost_scsi_sqcq.c defines it.
+ * stopped, a poller bound, an endpoint bound or cleared) are rate limited:
+ * a storm of setup/teardown/close cycles gives a handful of lines, not one
+ * per cycle.  Each device has a budget of its own (vhost_dev_log()), so
+ * that one VM's storm does not hide another's lines; the module's own
+ * lines share vhost_lifecycle_rs (vhost_scsi_sqcq.c defines it).
  */
 extern struct ratelimit_state vhost_lifecycle_rs;
 
 #define vhost_lifecycle_log(level, fmt, ...)				\
 	do {								\
 		if (__ratelimit(&vhost_lifecycle_rs))			\
+			printk(level pr_fmt(fmt), ##__VA_ARGS__);	\
+	} while (0)
+
+#define vhost_dev_log(dev, level, fmt, ...)				\
+	do {								\
+		if (__ratelimit(&(dev)->log_rs))			\
 			printk(level pr_fmt(fmt), ##__VA_ARGS__);	\
 	} while (0)
 

@@ -563,8 +563,8 @@ static void vhost_worker_killed(void *data)
 	WRITE_ONCE(w->killed, true);
 	synchronize_rcu();
 	queue_work(system_dfl_wq, &dev->reap_work);
-	vhost_lifecycle_log(KERN_INFO, "owner %d: worker %u killed with its owner, rings stopped\n",
-			    dev->owner_pid, w->id);
+	vhost_dev_log(dev, KERN_INFO, "owner %d: worker %u killed with its owner, rings stopped\n",
+		      dev->owner_pid, w->id);
 }
 
 /*
@@ -1674,6 +1674,8 @@ int vhost_dev_init(struct vhost_dev *dev, unsigned int nvqs,
 	unsigned int i;
 
 	memset(dev, 0, sizeof(*dev));
+	/* As vhost_lifecycle_rs, per device. */
+	ratelimit_state_init(&dev->log_rs, 60 * HZ, 10);
 	mutex_init(&dev->mutex);
 	mutex_init(&dev->poll_lock);
 	INIT_LIST_HEAD(&dev->pg_node);

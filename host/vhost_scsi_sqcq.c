@@ -166,14 +166,14 @@ static unsigned int vhost_scsi_ctrl_sqcq(struct vhost_vq *vq, struct vhost_req *
 	in->resp.nqueues = cpu_to_le16(nq);
 	in->resp.nthreads = cpu_to_le16(1);
 	in->resp.flags = cpu_to_le32(flags);
-	vhost_lifecycle_log(KERN_INFO, "dev%d: SQ/CQ negotiated: %u queues, 1 poll thread, %s%s, poll_idle_us %u (guest %u)\n",
-			    s->id, nq, flags & SQCQ_F_SQ_POLL ? "SQ polled" : "SQ kicked",
-			   flags & SQCQ_F_CQ_POLL ? ", CQ polled" : ", CQ interrupts",
-			   sqcq_poll_idle(), le32_to_cpu(rq.setup.poll_idle_us));
+	vhost_dev_log(vdev, KERN_INFO, "dev%d: SQ/CQ negotiated: %u queues, 1 poll thread, %s%s, poll_idle_us %u (guest %u)\n",
+		      s->id, nq, flags & SQCQ_F_SQ_POLL ? "SQ polled" : "SQ kicked",
+		      flags & SQCQ_F_CQ_POLL ? ", CQ polled" : ", CQ interrupts",
+		      sqcq_poll_idle(), le32_to_cpu(rq.setup.poll_idle_us));
 out:
 	if (st != SQCQ_S_OK && subtype == SQCQ_TMF_SUBTYPE_SETUP)
-		pr_info_ratelimited("dev%d: SQ/CQ refused: %s\n", s->id,
-				    sqcq_status_str(st));
+		vhost_dev_log(vdev, KERN_INFO, "dev%d: SQ/CQ refused: %s\n",
+			      s->id, sqcq_status_str(st));
 	else if (subtype == SQCQ_TMF_SUBTYPE_TEARDOWN && st == SQCQ_S_OK)
 		in->response = VIRTIO_SCSI_S_FUNCTION_SUCCEEDED;
 	in->resp.status = cpu_to_le16(st);
@@ -277,11 +277,11 @@ static void vhost_scsi_poll_bind(struct vhost_dev *vdev)
 					    vhost_worker_unbound_cpus(vdev));
 
 	if (cpu >= 0)
-		vhost_lifecycle_log(KERN_INFO, "dev%d: poll thread bound to CPU %d\n",
-				    s->id, cpu);
+		vhost_dev_log(vdev, KERN_INFO, "dev%d: poll thread bound to CPU %d\n",
+			      s->id, cpu);
 	else if (cpu == -EAGAIN)
-		vhost_lifecycle_log(KERN_WARNING, "dev%d: the poll thread's CPU in poll_cpu is offline: unbound until it is back\n",
-				    s->id);
+		vhost_dev_log(vdev, KERN_WARNING, "dev%d: the poll thread's CPU in poll_cpu is offline: unbound until it is back\n",
+			      s->id);
 }
 
 static const struct vhost_dev_ops vhost_scsi_dev_ops = {
@@ -548,24 +548,32 @@ static int __init vhost_scsi_init(void)
 	}
 	debugfs_create_file("pollers", 0444, vhost_scsi_debugfs, NULL,
 			    &vhost_scsi_pollers_fops);
+	/*
+	 * The node first: misc_register() refuses a name that is taken, so
+	 * an in-tree vhost_scsi that got in since the check above stops us
+	 * here, before our fabric is in the core's list.  Once the fabric is
+	 * registered nothing can fail, and no error path of ours unregisters
+	 * a fabric by a name another module may hold too.
+	 */
+	ret = misc_register(&vhost_scsi_misc);
+	if (ret) {
+		pr_err("cannot register /dev/%s: %d%s\n", vhost_scsi_misc.name,
+		       ret, takeover && ret == -EBUSY ?
+		       " (the in-tree vhost_scsi has it)" : "");
+		goto err_debugfs;
+	}
 	ret = vhost_scsi_register(takeover);
 	if (ret) {
 		pr_err("cannot register the TCM fabric: %d\n", ret);
-		goto err_debugfs;
-	}
-	ret = misc_register(&vhost_scsi_misc);
-	if (ret) {
-		pr_err("cannot register /dev/%s: %d\n", vhost_scsi_misc.name,
-		       ret);
-		goto err_tcm;
+		goto err_misc;
 	}
 	pr_info("version %s loaded: /dev/%s, TCM fabric \"%s\"\n",
 		SQCQ_PKG_VERSION, vhost_scsi_misc.name,
 		takeover ? "vhost" : "vhost_sqcq");
 	return 0;
 
-err_tcm:
-	vhost_scsi_unregister();
+err_misc:
+	misc_deregister(&vhost_scsi_misc);
 err_debugfs:
 	debugfs_remove_recursive(vhost_scsi_debugfs);
 	sqcq_param_exit();

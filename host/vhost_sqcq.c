@@ -174,8 +174,8 @@ bool __vhost_doorbells_detach(struct vhost_dev *dev, const char *why)
 	if (others)
 		synchronize_rcu();
 	vhost_db_free(db);
-	vhost_lifecycle_log(KERN_INFO, "owner %d: SQ/CQ stopped (%s), queues back to classic\n",
-			    dev->owner_pid, why);
+	vhost_dev_log(dev, KERN_INFO, "owner %d: SQ/CQ stopped (%s), queues back to classic\n",
+		      dev->owner_pid, why);
 	/*
 	 * Requests the guest published without kicking while we polled are
 	 * in the rings: serve them now, classic from here on.
@@ -701,8 +701,8 @@ static void vhost_sqcq_poll_choose(struct vhost_dev *dev)
 		return;
 	}
 	vhost_worker_allow_but(dev, cpumask_of(cpu));
-	vhost_lifecycle_log(KERN_INFO, "owner %d: SQ doorbells watched by the shared poll thread of CPU %d\n",
-			    dev->owner_pid, cpu);
+	vhost_dev_log(dev, KERN_INFO, "owner %d: SQ doorbells watched by the shared poll thread of CPU %d\n",
+		      dev->owner_pid, cpu);
 }
 
 void vhost_sqcq_worker_place(struct vhost_worker *w)

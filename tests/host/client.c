@@ -56,6 +56,7 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/ioctl.h>
+#include <sys/klog.h>
 #include <sched.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
@@ -3582,6 +3583,65 @@ static void t_sigkill(int fd)
 	result(ok && good(&s), "scsi-sigkill-io-after", "%s", sres_str(&s));
 }
 
+/* How many times the kernel log holds @needle (0 when it cannot be read). */
+static int klog_count(const char *needle)
+{
+	int len = klogctl(10, NULL, 0), n = 0;	/* SYSLOG_ACTION_SIZE_BUFFER */
+	char *buf, *p;
+
+	if (len <= 0)
+		return 0;
+	buf = malloc(len + 1);
+	if (!buf)
+		return 0;
+	len = klogctl(3, buf, len);		/* SYSLOG_ACTION_READ_ALL */
+	if (len > 0) {
+		buf[len] = '\0';
+		for (p = strstr(buf, needle); p; p = strstr(p + 1, needle))
+			n++;
+	}
+	free(buf);
+	return n;
+}
+
+/*
+ * Lines a guest or VMM can trigger at will are rate limited per device:
+ * one device that binds and clears its endpoint in a loop uses up its own
+ * budget (10 lines a minute), and another device's line still shows.
+ */
+static void t_log_budget(int fd)
+{
+	char needle[160], why[200];
+	bool ok = false;
+	int i, n0, fd2;
+
+	snprintf(needle, sizeof(needle), "endpoint %s bound", wwpn);
+	for (i = 0; i < 12; i++)
+		if (clear_endpoint(fd, wwpn, "scsi-log-budget-clear") ||
+		    set_endpoint(fd, wwpn, "scsi-log-budget-set"))
+			break;
+	result(i == 12, "scsi-log-budget-flood", "%d of 12 cycles", i);
+	expect("scsi-log-budget-clear-endpoint",
+	       clear_endpoint(fd, wwpn, "scsi-log-budget-clear-endpoint"), 0);
+	n0 = klog_count(needle);
+	fd2 = scsi_dev_open(node, wwpn, why, sizeof(why));
+	result(fd2 >= 0, "scsi-log-budget-second-device", "%s", why);
+	if (fd2 < 0)
+		return;
+	result(klog_count(needle) == n0 + 1,
+	       "scsi-log-budget-second-device-line-shown",
+	       "\"%s\" lines %d -> %d", needle, n0, klog_count(needle));
+	close(fd2);
+	/* Its release unbinds the TPGs: wait for them to be free again. */
+	for (i = 0; i < 400; i++) {
+		ok = !set_endpoint(fd, wwpn, "scsi-log-budget-rebind");
+		if (ok || errno != EBUSY)
+			break;
+		msleep(100);
+	}
+	result(ok, "scsi-log-budget-rebind", "%s", ok ? "ok" : strerror(errno));
+}
+
 /* The CLONE_VM sibling of t_sigkill_clone(): pipes and the device. */
 struct sibling {
 	int fd, go, res;
@@ -4398,6 +4458,8 @@ static int scsi_main(int argc, char **argv)
 		t_sigkill(fd);
 	if (phase("sigkill-clone"))
 		t_sigkill_clone(fd);
+	if (phase("log-budget"))
+		t_log_budget(fd);
 	if (phase("close-in-flight"))
 		t_close_in_flight(fd);
 	phase("end");
