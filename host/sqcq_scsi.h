@@ -5,6 +5,13 @@
  *
  * Locking, outermost first:
  *   vhost_dev.mutex       ioctls (vhost core, see sqcq_vhost.h)
+ *   vhost_vq.mutex        one ring (the worker holds it while serving)
+ *   vhost_scsi.ep_rwsem   the device's target table: read by the worker
+ *                         while it submits a batch (vq.mutex held),
+ *                         written when an endpoint is set or cleared --
+ *                         before vhost_scsi_mutex, never inside it: a
+ *                         batch stalled in a page fault then holds up its
+ *                         own device's ioctl, not every device's
  *   vhost_scsi_mutex      the fabric's TPG list, every TPG's nexus and bound
  *                         device, and every device's endpoint (configfs
  *                         callbacks and SET/CLEAR_ENDPOINT);
@@ -14,10 +21,6 @@
  *                         a TPG's LUN count and, for LUN link/unlink (which
  *                         run under configfs directory locks and so must
  *                         not take vhost_scsi_mutex), its bound device
- *   vhost_vq.mutex        one ring (the worker holds it while serving)
- *   vhost_scsi.ep_rwsem   the device's target table: read by the worker
- *                         while it submits a batch, written when an
- *                         endpoint is set or cleared
  *   vhost_scsi.evt_lock   pending hotplug events (spinlock, innermost)
  */
 #ifndef SQCQ_SCSI_H
@@ -50,7 +53,7 @@ struct vhost_scsi {
 	struct dentry *dbg;		/* per-device debugfs directory */
 	int id;				/* devN in debugfs and messages */
 
-	/* Endpoint (vhost_scsi_mutex to change, ep_rwsem for the table). */
+	/* Endpoint (ep_rwsem written, then vhost_scsi_mutex, to change). */
 	struct rw_semaphore ep_rwsem;
 	struct vhost_scsi_tpg *tpgs[SQCQ_MAX_TARGETS];
 	bool ep_set;

@@ -1132,20 +1132,38 @@ static void vhost_scsi_tpg_set_vs(struct vhost_scsi_tpg *tpg, struct vhost_scsi 
 }
 
 /*
- * Unbinding, step 1 (vhost_scsi_mutex held): new requests find no target,
+ * Unbinding, step 1 (vhost_scsi_ep_lock() held): new requests find no target,
  * or, with @pause (CLEAR_ENDPOINT), stay in the rings (ep_paused).
  * The TPGs stay bound to @s (tpg->vs) until step 2, so neither another
  * device nor configfs can take them while requests still use them.
  */
 static void vhost_scsi_endpoint_close(struct vhost_scsi *s, bool pause)
 {
+	lockdep_assert_held(&s->ep_rwsem);
 	lockdep_assert_held(&vhost_scsi_mutex);
-	/* Waits for a worker batch in progress; later batches see none. */
-	down_write(&s->ep_rwsem);
 	memset(s->tpgs, 0, sizeof(s->tpgs));
 	s->ep_set = false;
 	s->ep_paused = pause;
 	s->ep_wwpn[0] = '\0';
+}
+
+/*
+ * The device's endpoint lock, then the global one.  down_write() waits for
+ * a worker batch in progress (later batches see the new table), and a
+ * batch can wait long: a page fault on guest memory that stalls (FUSE,
+ * userfaultfd).  So it is taken first, outside vhost_scsi_mutex, which
+ * every other device's endpoint ioctls, release and configfs operations
+ * need: one guest's stall stays its own.
+ */
+static void vhost_scsi_ep_lock(struct vhost_scsi *s)
+{
+	down_write(&s->ep_rwsem);
+	mutex_lock(&vhost_scsi_mutex);
+}
+
+static void vhost_scsi_ep_unlock(struct vhost_scsi *s)
+{
+	mutex_unlock(&vhost_scsi_mutex);
 	up_write(&s->ep_rwsem);
 }
 
@@ -1247,8 +1265,7 @@ int vhost_scsi_set_endpoint(struct vhost_scsi *s, const struct vhost_scsi_target
 			depended++;
 	}
 
-	mutex_lock(&vhost_scsi_mutex);
-	down_write(&s->ep_rwsem);
+	vhost_scsi_ep_lock(s);
 	for (i = 0; i < n; i++) {
 		if (!ret) {
 			s->tpgs[claimed[i]->tpgt] = claimed[i];
@@ -1264,8 +1281,7 @@ int vhost_scsi_set_endpoint(struct vhost_scsi *s, const struct vhost_scsi_target
 		s->ep_paused = false;
 		strscpy(s->ep_wwpn, t->vhost_wwpn, sizeof(s->ep_wwpn));
 	}
-	up_write(&s->ep_rwsem);
-	mutex_unlock(&vhost_scsi_mutex);
+	vhost_scsi_ep_unlock(s);
 	kfree(claimed);
 	if (ret) {
 		/* Pairs with the wait in vhost_scsi_drop_tpg(). */
@@ -1283,21 +1299,21 @@ int vhost_scsi_set_endpoint(struct vhost_scsi *s, const struct vhost_scsi_target
 
 int vhost_scsi_clear_endpoint(struct vhost_scsi *s, const struct vhost_scsi_target *t)
 {
-	mutex_lock(&vhost_scsi_mutex);
+	vhost_scsi_ep_lock(s);
 	if (!s->ep_set) {
 		/* QEMU clears at every stop, also when nothing was bound. */
-		mutex_unlock(&vhost_scsi_mutex);
+		vhost_scsi_ep_unlock(s);
 		vhost_doorbells_detach(&s->vdev, "endpoint cleared");
 		return 0;
 	}
 	if (strcmp(s->ep_wwpn, t->vhost_wwpn)) {
 		pr_warn_ratelimited("dev%d: CLEAR_ENDPOINT for \"%s\" but \"%s\" is bound\n",
 				    s->id, t->vhost_wwpn, s->ep_wwpn);
-		mutex_unlock(&vhost_scsi_mutex);
+		vhost_scsi_ep_unlock(s);
 		return -EINVAL;
 	}
 	vhost_scsi_endpoint_close(s, true);
-	mutex_unlock(&vhost_scsi_mutex);
+	vhost_scsi_ep_unlock(s);
 	/*
 	 * SQ/CQ ends after ep_set is clear: a setup request served after
 	 * this detach is refused (vhost_scsi_ctrl_sqcq()), one served before is
@@ -1314,11 +1330,11 @@ void vhost_scsi_drop_endpoint(struct vhost_scsi *s)
 {
 	bool bound;
 
-	mutex_lock(&vhost_scsi_mutex);
+	vhost_scsi_ep_lock(s);
 	bound = s->ep_set;
 	/* Also ends a pause (CLEAR_ENDPOINT before the reset). */
 	vhost_scsi_endpoint_close(s, false);
-	mutex_unlock(&vhost_scsi_mutex);
+	vhost_scsi_ep_unlock(s);
 	if (bound)
 		vhost_scsi_endpoint_release(s);
 	/* Nothing is in flight: no new event can be queued for us. */

@@ -59,9 +59,11 @@
 #include <sys/klog.h>
 #include <sched.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#include <linux/userfaultfd.h>
 #include <linux/vhost.h>
 #include <linux/virtio_config.h>
 #include <linux/virtio_ring.h>
@@ -3642,6 +3644,161 @@ static void t_log_budget(int fd)
 	result(ok, "scsi-log-budget-rebind", "%s", ok ? "ok" : strerror(errno));
 }
 
+/* Whether a thread of this process sleeps uninterruptibly (state D). */
+static bool my_thread_in_d(void)
+{
+	char path[300], buf[512], *p;
+	struct dirent *de;
+	bool d_state = false;
+	DIR *d;
+
+	d = opendir("/proc/self/task");
+	if (!d)
+		return false;
+	while ((de = readdir(d)) && !d_state) {
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/task/%s/stat",
+			 de->d_name);
+		p = read_file(path, buf, sizeof(buf)) ? strrchr(buf, ')') : NULL;
+		d_state = p && p[1] == ' ' && p[2] == 'D';
+	}
+	closedir(d);
+	return d_state;
+}
+
+struct clear_arg {
+	int fd, ret;
+};
+
+static void *clear_run(void *a)
+{
+	struct clear_arg *c = a;
+
+	c->ret = clear_endpoint(c->fd, wwpn, "scsi-stall-clear-endpoint");
+	return NULL;
+}
+
+/*
+ * One guest's stall stays its own: device A's worker is held in a page
+ * fault on guest memory (a userfaultfd page whose fault this test answers
+ * only at the end, as FUSE or a migration's postcopy can keep one), A's
+ * CLEAR_ENDPOINT waits for that worker; meanwhile another device's
+ * SET_ENDPOINT must come back (here refused, EBUSY: the targets are still
+ * A's), not wait for A's fault with the global endpoint lock held.
+ */
+static void t_stall_cross_tenant(int fd)
+{
+	uint8_t *page = mem + HOLE_OFF, cdb[16];
+	struct uffdio_register reg = { .mode = UFFDIO_REGISTER_MODE_MISSING };
+	struct uffdio_api api = { .api = UFFD_API };
+	struct uffdio_zeropage zp = { .mode = 0 };
+	struct clear_arg ca = { .fd = fd, .ret = -1 };
+	struct virtio_scsi_cmd_req *req;
+	struct virtio_scsi_cmd_resp *rsp;
+	struct cvq *q = &vqs[SYNC_VQ];
+	bool faulted = false, cleared = false, b_back = false, thread = false;
+	struct uffd_msg msg;
+	struct pollfd pfd;
+	uint16_t head;
+	int uffd, status = 0, i;
+	pthread_t th;
+	pid_t pid = 0;
+
+	uffd = syscall(__NR_userfaultfd, O_CLOEXEC | O_NONBLOCK);
+	if (uffd < 0 || ioctl(uffd, UFFDIO_API, &api) || !unmap_hole() ||
+	    mmap(page, HOLE_LEN, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) != page) {
+		result(false, "scsi-stall-userfaultfd", "%s", strerror(errno));
+		goto out;
+	}
+	reg.range.start = (uintptr_t)page;
+	reg.range.len = 4096;
+	if (ioctl(uffd, UFFDIO_REGISTER, &reg)) {
+		result(false, "scsi-stall-userfaultfd", "register: %s",
+		       strerror(errno));
+		goto out;
+	}
+	/* A WRITE(10) of 8 blocks whose data is that page, not waited for. */
+	req = buf_alloc(HDR_SZ);
+	rsp = buf_alloc(RSP_SZ);
+	cdb_rw(cdb, true, false, 600, 8);
+	lun_encode(req->lun, 1, 0);
+	req->tag = tag_seq++;
+	memcpy(req->cdb, cdb, 10);
+	memset(disks[0].valid + 600, 0, 8);	/* zeros, if written */
+	head = cvq_desc(q, gpa(rsp), RSP_SZ, VRING_DESC_F_WRITE, 0);
+	head = cvq_desc(q, gpa(page), 4096, VRING_DESC_F_NEXT, head);
+	head = cvq_desc(q, gpa(req), HDR_SZ, VRING_DESC_F_NEXT, head);
+	cvq_publish(q, head);
+	cvq_kick(q);
+	pfd = (struct pollfd){ .fd = uffd, .events = POLLIN };
+	faulted = poll(&pfd, 1, 30000) == 1 &&
+		  read(uffd, &msg, sizeof(msg)) == sizeof(msg) &&
+		  msg.event == UFFD_EVENT_PAGEFAULT;
+	result(faulted, "scsi-stall-worker-held-in-fault", "%s",
+	       faulted ? "fault seen" : "no fault within 30 s");
+	if (!faulted)
+		goto resolve;
+	/* A's CLEAR_ENDPOINT now waits for its worker. */
+	thread = !pthread_create(&th, NULL, clear_run, &ca);
+	if (!thread) {
+		result(false, "scsi-stall-clear-thread", "%s", strerror(errno));
+		goto resolve;
+	}
+	for (i = 0; i < 100 && !my_thread_in_d(); i++)
+		msleep(50);
+	msleep(500);
+	result(my_thread_in_d(), "scsi-stall-clear-endpoint-waits",
+	       "no thread of ours in state D");
+	/* Device B, in a child process of its own memory. */
+	fflush(stdout);
+	pid = fork();
+	if (pid == 0) {
+		char why[200];
+		int bfd = scsi_dev_open(node, wwpn, why, sizeof(why));
+
+		_exit(bfd < 0 && errno == EBUSY ? 0 : bfd < 0 ? 3 : 4);
+	}
+	b_back = pid > 0 && wait_child(pid, &status, 10000);
+	result(b_back && WIFEXITED(status) && WEXITSTATUS(status) == 0,
+	       "scsi-stall-other-device-set-endpoint-returns",
+	       "%s (status 0x%x)", b_back ? "returned" :
+	       "still blocked 10 s, while A's worker is held", status);
+resolve:
+	zp.range.start = (uintptr_t)page;
+	zp.range.len = 4096;
+	if (faulted && ioctl(uffd, UFFDIO_ZEROPAGE, &zp))
+		result(false, "scsi-stall-fault-answered", "%s",
+		       strerror(errno));
+	if (thread) {
+		pthread_join(th, NULL);
+		cleared = ca.ret == 0;
+		result(cleared, "scsi-stall-clear-endpoint-after-fault",
+		       "ret %d", ca.ret);
+		if (pid > 0 && !b_back)
+			wait_child(pid, &status, 60000);
+	}
+	/* The command ends once A's worker runs again. */
+	result(cvq_wait_used(q, q->avail_idx, 30000),
+	       "scsi-stall-command-ends", "no used entry");
+	q->used_seen = q->avail_idx;
+out:
+	if (uffd >= 0)
+		close(uffd);
+	result(remap_hole(), "scsi-stall-remap-guest-memory", "%s",
+	       strerror(errno));
+	/* B may have bound the targets after A let go: wait for its release. */
+	for (i = 0; i < 400; i++) {
+		cleared = !set_endpoint(fd, wwpn, "scsi-stall-rebind");
+		if (cleared || errno != EBUSY)
+			break;
+		msleep(100);
+	}
+	result(cleared || errno == EEXIST, "scsi-stall-rebind", "%s",
+	       cleared ? "ok" : strerror(errno));
+}
+
 /* The CLONE_VM sibling of t_sigkill_clone(): pipes and the device. */
 struct sibling {
 	int fd, go, res;
@@ -4460,6 +4617,8 @@ static int scsi_main(int argc, char **argv)
 		t_sigkill_clone(fd);
 	if (phase("log-budget"))
 		t_log_budget(fd);
+	if (phase("stall-cross-tenant"))
+		t_stall_cross_tenant(fd);
 	if (phase("close-in-flight"))
 		t_close_in_flight(fd);
 	phase("end");
