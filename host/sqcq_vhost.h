@@ -224,7 +224,7 @@ struct vhost_dev {
 	struct vhost_worker **workers;
 	bool owner_task;		/* workers are vhost_tasks of the owner */
 	struct work_struct reap_work;	/* a worker was killed: vhost_worker_reap() */
-	cpumask_var_t owner_cpus;	/* owner's affinity at SET_OWNER */
+	struct task_struct *owner;	/* SET_OWNER's caller, referenced */
 
 	u64 features;			/* acked by SET_FEATURES */
 	const struct vhost_umem *umem;	/* current table, NULL: none set */
@@ -285,8 +285,12 @@ bool vhost_worker_should_stop(struct vhost_worker *w);
 bool vhost_vq_on_poller(struct vhost_vq *vq);
 /* The id of @vq's worker (0: the default one), -1 for none.  Any context. */
 int vhost_vq_worker_id(struct vhost_vq *vq);
-/* The CPUs the worker runs on when poll_cpu binds it nowhere. */
-const struct cpumask *vhost_worker_unbound_cpus(struct vhost_dev *dev);
+/*
+ * Into @mask: the CPUs a worker runs on when poll_cpu binds it nowhere --
+ * where its owner may run now (its cpuset and affinity as they are, not
+ * as they were at SET_OWNER), within the housekeeping CPUs for a kthread.
+ */
+void vhost_worker_unbound_cpus(struct vhost_dev *dev, struct cpumask *mask);
 
 /* Features the core and the device offer (split ring only). */
 u64 vhost_dev_offered_features(const struct vhost_dev *dev);

@@ -756,12 +756,26 @@ static void vhost_vq_set_worker(struct vhost_vq *vq, struct vhost_worker *w)
 		vhost_vq_queue_work(vq);
 }
 
-const struct cpumask *vhost_worker_unbound_cpus(struct vhost_dev *dev)
+void vhost_worker_unbound_cpus(struct vhost_dev *dev, struct cpumask *mask)
 {
-	/* A thread of the owner keeps the owner's placement (its cpuset). */
-	if (READ_ONCE(dev->owner_task))
-		return dev->owner_cpus;
-	return housekeeping_cpumask(HK_TYPE_KTHREAD);
+	struct task_struct *owner = READ_ONCE(dev->owner);
+	unsigned long flags;
+
+	if (!owner) {
+		cpumask_copy(mask, housekeeping_cpumask(HK_TYPE_KTHREAD));
+		return;
+	}
+	/* cpus_mask changes under pi_lock (set_cpus_allowed_ptr(), cpusets). */
+	raw_spin_lock_irqsave(&owner->pi_lock, flags);
+	cpumask_copy(mask, &owner->cpus_mask);
+	raw_spin_unlock_irqrestore(&owner->pi_lock, flags);
+	/*
+	 * A thread of the owner keeps the owner's placement; a kthread stays
+	 * off the isolated CPUs as well, unless that leaves it none.
+	 */
+	if (!READ_ONCE(dev->owner_task) &&
+	    !cpumask_and(mask, mask, housekeeping_cpumask(HK_TYPE_KTHREAD)))
+		cpumask_copy(mask, &owner->cpus_mask);
 }
 
 /* ------------------------------------------------------------------ */
@@ -1575,13 +1589,17 @@ static long vhost_set_owner(struct vhost_dev *dev)
 		return -EINVAL;
 	dev->mm = mm;
 	dev->owner_pid = current->tgid;
-	cpumask_copy(dev->owner_cpus, current->cpus_ptr);
+	get_task_struct(current);
+	/* Read without dev->mutex by vhost_worker_unbound_cpus(). */
+	WRITE_ONCE(dev->owner, current);
 	/* The default worker: id 0, every queue, the poll thread. */
 	w = vhost_worker_create(dev, 0);
 	if (IS_ERR(w)) {
 		dev->mm = NULL;
 		dev->owner_pid = 0;
 		mmput(mm);
+		WRITE_ONCE(dev->owner, NULL);
+		put_task_struct(current);
 		return PTR_ERR(w);
 	}
 	vhost_dev_set_worker(dev, w);
@@ -1666,6 +1684,10 @@ static void vhost_dev_reset(struct vhost_dev *dev)
 		mmput(dev->mm);
 	dev->mm = NULL;
 	dev->owner_pid = 0;
+	/* No worker is left to read it. */
+	if (dev->owner)
+		put_task_struct(dev->owner);
+	WRITE_ONCE(dev->owner, NULL);
 }
 
 int vhost_dev_init(struct vhost_dev *dev, unsigned int nvqs,
@@ -1685,8 +1707,7 @@ int vhost_dev_init(struct vhost_dev *dev, unsigned int nvqs,
 	INIT_WORK(&dev->reap_work, vhost_worker_reap);
 	dev->vqs = kvcalloc(nvqs, sizeof(*dev->vqs), GFP_KERNEL_ACCOUNT);
 	dev->workers = kcalloc(nvqs, sizeof(*dev->workers), GFP_KERNEL_ACCOUNT);
-	if (!dev->vqs || !dev->workers ||
-	    !zalloc_cpumask_var(&dev->owner_cpus, GFP_KERNEL_ACCOUNT)) {
+	if (!dev->vqs || !dev->workers) {
 		kvfree(dev->vqs);
 		kfree(dev->workers);
 		return -ENOMEM;
@@ -1706,7 +1727,6 @@ void vhost_dev_cleanup(struct vhost_dev *dev)
 	mutex_unlock(&dev->mutex);
 	kvfree(dev->vqs);
 	kfree(dev->workers);
-	free_cpumask_var(dev->owner_cpus);
 	dev->vqs = NULL;
 	dev->workers = NULL;
 }

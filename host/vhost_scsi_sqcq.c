@@ -273,8 +273,14 @@ static void vhost_scsi_reset(struct vhost_dev *vdev)
 static void vhost_scsi_poll_bind(struct vhost_dev *vdev)
 {
 	struct vhost_scsi *s = vdev->priv;
-	int cpu = sqcq_poll_bind_current_or(s->id,
-					    vhost_worker_unbound_cpus(vdev));
+	cpumask_var_t unbound;
+	int cpu;
+
+	if (!zalloc_cpumask_var(&unbound, GFP_KERNEL))
+		return;		/* stays where it is */
+	vhost_worker_unbound_cpus(vdev, unbound);
+	cpu = sqcq_poll_bind_current_or(s->id, unbound);
+	free_cpumask_var(unbound);
 
 	if (cpu >= 0)
 		vhost_dev_log(vdev, KERN_INFO, "dev%d: poll thread bound to CPU %d\n",

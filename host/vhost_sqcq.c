@@ -669,15 +669,18 @@ static void vhost_poll_group_unpark(struct vhost_dev *dev)
 static void vhost_worker_allow_but(struct vhost_dev *dev,
 				   const struct cpumask *off)
 {
-	const struct cpumask *unbound = vhost_worker_unbound_cpus(dev);
-	cpumask_var_t mask;
+	cpumask_var_t unbound, mask;
 
+	if (!zalloc_cpumask_var(&unbound, GFP_KERNEL))
+		return;		/* tried again at the next placement */
+	vhost_worker_unbound_cpus(dev, unbound);
 	if (zalloc_cpumask_var(&mask, GFP_KERNEL) &&
 	    cpumask_andnot(mask, unbound, off))
 		set_cpus_allowed_ptr(current, mask);
 	else
 		set_cpus_allowed_ptr(current, unbound);
 	free_cpumask_var(mask);
+	free_cpumask_var(unbound);
 }
 
 /*

@@ -4703,6 +4703,114 @@ static long long memcg_current(const char *path)
 	return read_file(path, buf, sizeof(buf)) ? atoll(buf) : -1;
 }
 
+/*
+ * Workers of the devices this process owns (threads of ours or kthreads,
+ * named vhost-sqcq-PID) whose Cpus_allowed_list is not @want; *@n: how
+ * many workers were seen.
+ */
+static int workers_not_on(const char *want, int *n, char *seen, size_t len)
+{
+	char name[32], path[300], buf[2048], *p;
+	const char *dirs[2] = { "/proc/self/task", "/proc" };
+	struct dirent *de;
+	int bad = 0, k;
+	DIR *d;
+
+	snprintf(name, sizeof(name), "vhost-sqcq-%d", getpid());
+	name[15] = '\0';
+	*n = 0;
+	seen[0] = '\0';
+	for (k = 0; k < 2; k++) {
+		d = opendir(dirs[k]);
+		if (!d)
+			continue;
+		while ((de = readdir(d))) {
+			if (de->d_name[0] < '0' || de->d_name[0] > '9')
+				continue;
+			snprintf(path, sizeof(path), "%s/%s/comm", dirs[k],
+				 de->d_name);
+			if (!read_file(path, buf, sizeof(buf)))
+				continue;
+			buf[strcspn(buf, "\n")] = '\0';
+			if (strcmp(buf, name))
+				continue;
+			snprintf(path, sizeof(path), "%s/%s/status", dirs[k],
+				 de->d_name);
+			p = read_file(path, buf, sizeof(buf)) ?
+			    strstr(buf, "Cpus_allowed_list:") : NULL;
+			if (!p)
+				continue;
+			p += strlen("Cpus_allowed_list:");
+			p += strspn(p, " \t");
+			p[strcspn(p, "\n")] = '\0';
+			(*n)++;
+			bad += strcmp(p, want) != 0;
+			snprintf(seen + strlen(seen), len - strlen(seen), "%s%s",
+				 seen[0] ? "," : "", p);
+		}
+		closedir(d);
+	}
+	return bad;
+}
+
+/*
+ * client cpuset NODE: run in a cgroup whose cpuset is CPUs 0-1 (inside.sh
+ * puts us there).  SET_OWNER; then the cpuset narrows to CPU 0 and
+ * poll_cpu becomes 0, and a new worker is placed off the poll CPU within
+ * the owner's CPUs: those of the cpuset as it is now (CPU 0, nothing left
+ * but the poll CPU itself), never the CPUs the owner had at SET_OWNER.
+ */
+static int cpuset_main(int argc, char **argv)
+{
+	static const char poll_cpu[] = "/sys/module/vhost_scsi_sqcq/parameters/poll_cpu";
+	char cpus[600], seen[256] = "";
+	unsigned int id = 0;
+	int fd, i, n = 0, bad = -1, pfd;
+
+	if (argc < 1) {
+		fprintf(stderr, "usage: client cpuset NODE\n");
+		return 2;
+	}
+	node = argv[0];
+	if (!own_memcg_file("cpuset.cpus", cpus, sizeof(cpus))) {
+		result(false, "cpuset-own-cgroup", "no cpuset.cpus for this process");
+		return 1;
+	}
+	fd = open(node, O_RDWR | O_CLOEXEC);
+	result(fd >= 0, "cpuset-open", "%s: %s", node, strerror(errno));
+	if (fd < 0)
+		return 1;
+	expect("cpuset-set-owner", ioctl(fd, VHOST_SET_OWNER), 0);
+	pfd = open(cpus, O_WRONLY);
+	result(pfd >= 0 && write(pfd, "0", 1) == 1, "cpuset-narrowed-to-cpu-0",
+	       "%s: %s", cpus, strerror(errno));
+	if (pfd >= 0)
+		close(pfd);
+	pfd = open(poll_cpu, O_WRONLY);
+	result(pfd >= 0 && write(pfd, "0", 1) == 1, "cpuset-poll-cpu-0", "%s",
+	       strerror(errno));
+	if (pfd >= 0)
+		close(pfd);
+	expect("cpuset-new-worker", new_worker(fd, &id), 0);
+	/* The new worker places itself at its first pass. */
+	for (i = 0; i < 100; i++) {
+		bad = workers_not_on("0", &n, seen, sizeof(seen));
+		if (!bad && n >= 2)
+			break;
+		msleep(50);
+	}
+	result(!bad && n >= 2, "cpuset-workers-within-the-cpuset-now",
+	       "%d workers, CPUs %s, want all 0", n, seen);
+	pfd = open(poll_cpu, O_WRONLY);
+	if (pfd < 0 || write(pfd, "\n", 1) != 1)
+		result(false, "cpuset-poll-cpu-cleared", "%s", strerror(errno));
+	if (pfd >= 0)
+		close(pfd);
+	close(fd);
+	printf("host client: %d passed, %d failed\n", passed, failed);
+	return failed ? 1 : 0;
+}
+
 static int memcg_main(int argc, char **argv)
 {
 	long long m0, m1, m2 = -1, want = NVQS * (long long)IOV_ARRAY_BYTES;
@@ -4834,6 +4942,8 @@ int main(int argc, char **argv)
 		return io_main(argc - 2, argv + 2);
 	if (argc > 1 && !strcmp(argv[1], "memcg"))
 		return memcg_main(argc - 2, argv + 2);
+	if (argc > 1 && !strcmp(argv[1], "cpuset"))
+		return cpuset_main(argc - 2, argv + 2);
 	if (argc > 1)
 		node = argv[1];
 	fd = open(node, O_RDWR | O_CLOEXEC);

@@ -108,6 +108,25 @@ else
 	fail "memcg: a memory cgroup for the client (cgroup2 with the memory controller)"
 fi
 
+# ---- 1c. workers follow the owner's cpuset as it is now ---------------------
+# The client runs in a cpuset of CPUs 0-1, takes a device, narrows its
+# cpuset to CPU 0, sets poll_cpu=0 and starts a worker: every worker must
+# stay on CPU 0 (the placement off the poll CPU once used the owner's CPUs
+# at SET_OWNER, and put the worker on CPU 1, outside the cpuset).
+CPUSET=$CG/sqcq-cpuset
+if ! grep -qw cgroup2 /proc/filesystems; then
+	echo "# 1c (workers within the owner's cpuset): not run on $(uname -r): no cgroup support"
+elif echo "+cpuset" >$CG/cgroup.subtree_control && mkdir -p $CPUSET &&
+	echo 0-1 >$CPUSET/cpuset.cpus; then
+	# shellcheck disable=SC2016
+	sh -c 'echo $$ >'"$CPUSET"'/cgroup.procs && exec "$0" "$@"' "$CLIENT" \
+		cpuset /dev/vhost-scsi-sqcq || fails=$((fails + 1))
+	echo >/sys/module/$MOD/parameters/poll_cpu
+	wait_for 10 rmdir $CPUSET || fail "cpuset: the client's cgroup removed after it exited"
+else
+	fail "cpuset: a cpuset cgroup for the client (cgroup2 with the cpuset controller)"
+fi
+
 # ---- 2. an LIO target, the SCSI data path ------------------------------------
 t0=$SECONDS
 ok=1
