@@ -325,9 +325,11 @@ void vhost_vq_fail(struct vhost_vq *vq, const char *why);
  * Lines a guest or a VMM can trigger at will (SQ/CQ negotiated, refused or
  * stopped, a poller bound, an endpoint bound or cleared) are rate limited:
  * a storm of setup/teardown/close cycles gives a handful of lines, not one
- * per cycle.  Each device has a budget of its own (vhost_dev_log()), so
- * that one VM's storm does not hide another's lines; the module's own
- * lines share vhost_lifecycle_rs (vhost_scsi_sqcq.c defines it).
+ * per cycle.  A device's lines (vhost_dev_log()) pass its own budget, 10 a
+ * minute, and then the module's, vhost_lifecycle_rs (30 a minute, which
+ * the module's own lines use alone; vhost_scsi_sqcq.c defines it): one
+ * VM's storm takes at most a third of the module's budget, so it does not
+ * hide another VM's lines, and a storm of devices stays bounded too.
  */
 extern struct ratelimit_state vhost_lifecycle_rs;
 
@@ -339,7 +341,8 @@ extern struct ratelimit_state vhost_lifecycle_rs;
 
 #define vhost_dev_log(dev, level, fmt, ...)				\
 	do {								\
-		if (__ratelimit(&(dev)->log_rs))			\
+		if (__ratelimit(&(dev)->log_rs) &&			\
+		    __ratelimit(&vhost_lifecycle_rs))			\
 			printk(level pr_fmt(fmt), ##__VA_ARGS__);	\
 	} while (0)
 

@@ -1696,7 +1696,7 @@ int vhost_dev_init(struct vhost_dev *dev, unsigned int nvqs,
 	unsigned int i;
 
 	memset(dev, 0, sizeof(*dev));
-	/* As vhost_lifecycle_rs, per device. */
+	/* Its share of vhost_lifecycle_rs (sqcq_vhost.h). */
 	ratelimit_state_init(&dev->log_rs, 60 * HZ, 10);
 	mutex_init(&dev->mutex);
 	mutex_init(&dev->poll_lock);

@@ -54,7 +54,7 @@ module_param(takeover, bool, 0444);
 MODULE_PARM_DESC(takeover, "Register as fabric \"vhost\" and /dev/vhost-scsi, the names of the in-tree vhost_scsi, for targetcli/libvirt (load time only; refused while vhost_scsi is loaded; default 0: fabric \"vhost_sqcq\", /dev/vhost-scsi-sqcq)");
 
 /* 10 lines a minute for the whole module; see sqcq_vhost.h. */
-DEFINE_RATELIMIT_STATE(vhost_lifecycle_rs, 60 * HZ, 10);
+DEFINE_RATELIMIT_STATE(vhost_lifecycle_rs, 60 * HZ, 30);
 
 static struct dentry *vhost_scsi_debugfs;
 static atomic_t vhost_scsi_dev_ids = ATOMIC_INIT(0);
