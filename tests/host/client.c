@@ -3513,6 +3513,16 @@ static bool wait_child(pid_t pid, int *status, unsigned int ms)
 	return true;
 }
 
+/* A child's end: say "ready" on @fd, then wait to be killed (5 min at most). */
+static void __attribute__((noreturn)) child_ready_then_wait(int fd)
+{
+	if (write(fd, "r", 1) != 1)
+		_exit(5);
+	alarm(300);
+	for (;;)
+		pause();
+}
+
 static void t_sigkill(int fd)
 {
 	struct pollfd pfd;
@@ -3546,11 +3556,7 @@ static void t_sigkill(int fd)
 		engine_start(&fe, NQ, 0, true, live_mask, 41);
 		if (!engine_wait_ok(&fe, 200, 60000))
 			_exit(4);
-		if (write(p[1], "r", 1) != 1)
-			_exit(5);
-		alarm(300);
-		for (;;)
-			pause();
+		child_ready_then_wait(p[1]);
 	}
 	close(p[1]);
 	pfd = (struct pollfd){ .fd = p[0], .events = POLLIN };
@@ -3881,11 +3887,7 @@ static void t_sigkill_clone(int fd)
 		if (!stack || clone(sibling_run, stack + stack_len,
 				    CLONE_VM | CLONE_FILES | SIGCHLD, &sb) < 0)
 			_exit(4);
-		if (write(ready[1], "r", 1) != 1)
-			_exit(5);
-		alarm(300);
-		for (;;)
-			pause();
+		child_ready_then_wait(ready[1]);
 	}
 	pfd = (struct pollfd){ .fd = ready[0], .events = POLLIN };
 	ok = pid > 0 && poll(&pfd, 1, 120000) == 1 &&
@@ -4712,6 +4714,40 @@ static long long memcg_current(const char *path)
 }
 
 /*
+ * The start of a client run in a cgroup of its own (client memcg, client
+ * cpuset): NODE from @argc/@argv, the path of this process's cgroup file
+ * @leaf into @path, the device opened and owned.  The fd, or -1 after a
+ * FAIL line (or 2 for a usage error, in *@rc).
+ */
+static int cgroup_client_open(int argc, char **argv, const char *what,
+			      const char *leaf, char *path, size_t len, int *rc)
+{
+	char name[64];
+	int fd;
+
+	*rc = 1;
+	if (argc < 1) {
+		fprintf(stderr, "usage: client %s NODE\n", what);
+		*rc = 2;
+		return -1;
+	}
+	node = argv[0];
+	if (!own_memcg_file(leaf, path, len)) {
+		snprintf(name, sizeof(name), "%s-own-cgroup", what);
+		result(false, name, "no %s for this process", leaf);
+		return -1;
+	}
+	fd = open(node, O_RDWR | O_CLOEXEC);
+	snprintf(name, sizeof(name), "%s-open", what);
+	result(fd >= 0, name, "%s: %s", node, strerror(errno));
+	if (fd < 0)
+		return -1;
+	snprintf(name, sizeof(name), "%s-set-owner", what);
+	expect(name, ioctl(fd, VHOST_SET_OWNER), 0);
+	return fd;
+}
+
+/*
  * Workers of the devices this process owns (threads of ours or kthreads,
  * named vhost-sqcq-PID) whose Cpus_allowed_list is not @want; *@n: how
  * many workers were seen.
@@ -4772,23 +4808,13 @@ static int cpuset_main(int argc, char **argv)
 {
 	static const char poll_cpu[] = "/sys/module/vhost_scsi_sqcq/parameters/poll_cpu";
 	char cpus[600], seen[256] = "";
+	int fd, i, n = 0, bad = -1, pfd, rc;
 	unsigned int id = 0;
-	int fd, i, n = 0, bad = -1, pfd;
 
-	if (argc < 1) {
-		fprintf(stderr, "usage: client cpuset NODE\n");
-		return 2;
-	}
-	node = argv[0];
-	if (!own_memcg_file("cpuset.cpus", cpus, sizeof(cpus))) {
-		result(false, "cpuset-own-cgroup", "no cpuset.cpus for this process");
-		return 1;
-	}
-	fd = open(node, O_RDWR | O_CLOEXEC);
-	result(fd >= 0, "cpuset-open", "%s: %s", node, strerror(errno));
+	fd = cgroup_client_open(argc, argv, "cpuset", "cpuset.cpus", cpus,
+				sizeof(cpus), &rc);
 	if (fd < 0)
-		return 1;
-	expect("cpuset-set-owner", ioctl(fd, VHOST_SET_OWNER), 0);
+		return rc;
 	pfd = open(cpus, O_WRONLY);
 	result(pfd >= 0 && write(pfd, "0", 1) == 1, "cpuset-narrowed-to-cpu-0",
 	       "%s: %s", cpus, strerror(errno));
@@ -4824,22 +4850,12 @@ static int memcg_main(int argc, char **argv)
 	long long m0, m1, m2 = -1, want = NVQS * (long long)IOV_ARRAY_BYTES;
 	char path[600];
 	unsigned int i, started = 0;
-	int fd, k;
+	int fd, k, rc;
 
-	if (argc < 1) {
-		fprintf(stderr, "usage: client memcg NODE\n");
-		return 2;
-	}
-	node = argv[0];
-	if (!own_memcg_file("memory.current", path, sizeof(path))) {
-		result(false, "memcg-own-cgroup", "no memory.current for this process");
-		return 1;
-	}
-	fd = open(node, O_RDWR | O_CLOEXEC);
-	result(fd >= 0, "memcg-open", "%s: %s", node, strerror(errno));
+	fd = cgroup_client_open(argc, argv, "memcg", "memory.current", path,
+				sizeof(path), &rc);
 	if (fd < 0)
-		return 1;
-	expect("memcg-set-owner", ioctl(fd, VHOST_SET_OWNER), 0);
+		return rc;
 	expect("memcg-set-mem-table", set_good_mem(fd), 0);
 	for (i = 0; i < NVQS; i++) {
 		struct cvq *q = &vqs[i];
