@@ -2043,8 +2043,9 @@ static void virtscsi_stop_work(struct work_struct *work)
 			 SQCQ_RENEGO_DELAY / HZ);
 		dev->renego_tries = 0;
 		if (!dev->renego_off)
-			schedule_delayed_work(&dev->renego_work,
-					      SQCQ_RENEGO_DELAY);
+			/* Long: it waits for the rings to drain. */
+			queue_delayed_work(system_long_wq, &dev->renego_work,
+					   SQCQ_RENEGO_DELAY);
 	}
 	mutex_unlock(&dev->virtscsi_lock);
 }
@@ -2570,8 +2571,8 @@ out:
 	mutex_lock(&dev->virtscsi_lock);
 	if (retry && !dev->renego_off &&
 	    ++dev->renego_tries < SQCQ_RENEGO_TRIES)
-		schedule_delayed_work(&dev->renego_work,
-				      SQCQ_RENEGO_DELAY << dev->renego_tries);
+		queue_delayed_work(system_long_wq, &dev->renego_work,
+				   SQCQ_RENEGO_DELAY << dev->renego_tries);
 	mutex_unlock(&dev->virtscsi_lock);
 }
 
