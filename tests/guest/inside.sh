@@ -454,9 +454,10 @@ fi
 # ---- 11. a ring that breaks under I/O: host reset, nothing lost -------
 # The test build marks the device broken (virtio_break_device(), what the
 # virtio core does to a device that returns a buffer it never got, or that
-# is gone) at the 300th command while fio writes and verifies with a 3 s
-# SCSI timeout.  Nothing comes back from a broken ring: before, its
-# commands had their timers restarted for ever (fio hung).  Now they and
+# is gone) at the 100th command from when fio runs, while fio writes and
+# verifies with a 3 s SCSI timeout.  Nothing comes back from a broken
+# ring: before, every command after the break failed with EIO, the disk
+# unusable until the driver was loaded again.  Now the ring's commands and
 # the ones queued after the break time out, error handling ends in the
 # host reset (device reset, everything handed back, set up again) and the
 # midlayer retries them: fio ends and verifies, the disk keeps running.
@@ -476,7 +477,7 @@ if [ -f "$FKO" ] && check "bind the fault build for the break" \
 	fio_verify broken libaio "$FDISK" $((16 / DIV + 4))m &
 	p=$!
 	wait_for 60 fflowing "$b0"
-	echo 300 >/sys/module/$FMOD/parameters/fault_break_after
+	echo 100 >/sys/module/$FMOD/parameters/fault_break_after
 	check "break: the driver saw the broken ring" \
 		wait_for 30 bash -c "dmesg | grep -q 'broke the ring protocol'"
 	check "break: error handling reset the host (host_resets $(finfo host_resets))" \
