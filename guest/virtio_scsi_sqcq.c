@@ -2724,6 +2724,8 @@ static int virtscsi_info_show(struct seq_file *m, void *v)
 	seq_printf(m, "timer_resets: %lld\n",
 		   (long long)atomic64_read(&dev->timer_resets));
 	seq_printf(m, "timeout_notifies: %llu\n", READ_ONCE(dev->timeout_notifies));
+	/* Whether this build has the handler (CONFIG_PM_SLEEP). */
+	seq_printf(m, "host_reset: %d\n", IS_ENABLED(CONFIG_PM_SLEEP));
 	seq_printf(m, "host_resets: %lld\n",
 		   (long long)atomic64_read(&dev->host_resets));
 	seq_printf(m, "renegotiations: %llu\n", READ_ONCE(dev->renegotiations));

@@ -257,6 +257,19 @@ static void vhost_doorbells_hand_off(struct vhost_vq *vq)
 }
 
 /*
+ * Who may poll and flag a device's doorbells: its worker, with poll_lock
+ * held, or, while the device is parked on a shared poller (which only its
+ * worker does, with poll_lock held), that poller, with its lock held.
+ */
+static void vhost_doorbells_assert_owner(struct vhost_dev *dev)
+{
+	if (list_empty(&dev->pg_node))
+		lockdep_assert_held(&dev->poll_lock);
+	else
+		lockdep_assert_held(&dev->pg->lock);
+}
+
+/*
  * Whether @vq's SQ index moved since the poller last acted on it; if so,
  * note the new one.  Read barrier inside: the ring after the index.  A
  * bogus index only makes the worker look at the ring, which is checked on
@@ -266,7 +279,7 @@ static bool vhost_doorbells_take(struct vhost_vq *vq)
 {
 	u16 idx;
 
-	lockdep_assert_held(&vq->dev->poll_lock);
+	vhost_doorbells_assert_owner(vq->dev);
 	idx = sqcq_consume_idx(&vq->sq->idx);
 
 	if (idx == vq->sq_seen)
@@ -301,19 +314,6 @@ static bool vhost_doorbells_poll(struct vhost_worker *w)
 		work = true;
 	}
 	return work;
-}
-
-/*
- * Who may poll and flag a device's doorbells: its worker, with poll_lock
- * held, or, while the device is parked on a shared poller (which only its
- * worker does, with poll_lock held), that poller, with its lock held.
- */
-static void vhost_doorbells_assert_owner(struct vhost_dev *dev)
-{
-	if (list_empty(&dev->pg_node))
-		lockdep_assert_held(&dev->poll_lock);
-	else
-		lockdep_assert_held(&dev->pg->lock);
 }
 
 /*

@@ -480,41 +480,57 @@ if [ -f "$FKO" ] && check "bind the fault build for the break" \
 	echo 100 >/sys/module/$FMOD/parameters/fault_break_after
 	check "break: the driver saw the broken ring" \
 		wait_for 30 bash -c "dmesg | grep -q 'broke the ring protocol'"
-	check "break: error handling reset the host (host_resets $(finfo host_resets))" \
-		wait_for 120 bash -c "dmesg | grep -q 'host reset done'"
-	if ! check "break: fio ends" wait_for 120 bash -c "! kill -0 $p 2>/dev/null"; then
-		kill -9 $p 2>/dev/null
+	if [ "$(finfo host_reset)" != 1 ]; then
+		# A kernel without CONFIG_PM_SLEEP (the sanitizer kernel) has
+		# no restore sequence, so no host reset: error handling ends
+		# with the LUN offline and its commands failed -- no hang.
+		echo "SKIP: $PREFIX break: host reset, retry and ioctl reset not run: no host reset handler on $k (CONFIG_PM_SLEEP off); checked instead that the I/O ends"
+		check "break: without a host reset the disk goes offline" \
+			wait_for 120 bash -c "[ \"\$(cat /sys/block/${FDISK#/dev/}/device/state)\" = offline ]"
+		if ! check "break: fio ends" wait_for 120 bash -c "! kill -0 $p 2>/dev/null"; then
+			kill -9 $p 2>/dev/null
+		fi
+		wait $p
+		r=$?
+		check "break: fio saw the I/O fail (status $r)" [ $r != 0 ]
+	else
+		check "break: error handling reset the host (host_resets $(finfo host_resets))" \
+			wait_for 120 bash -c "dmesg | grep -q 'host reset done'"
+		if ! check "break: fio ends" wait_for 120 bash -c "! kill -0 $p 2>/dev/null"; then
+			kill -9 $p 2>/dev/null
+		fi
+		wait $p
+		r=$?
+		[ $r = 0 ] || tail -n 15 /tmp/fio-broken.log >&2
+		dmesg | grep -E 'broke|reset|abort|offline|held|timing out' | tail -n 12 >&2
+		check "break: fio verify across the break and the reset clean (status $r)" [ $r = 0 ]
+		check "break: one host reset ($(finfo host_resets))" [ "$(finfo host_resets)" = 1 ]
+		check "break: disk running after the reset" \
+			[ "$(cat "/sys/block/${FDISK#/dev/}/device/state")" = running ]
+		check "break: fio verify after the reset" fio_verify afterbreak libaio "$FDISK" $((8 / DIV + 1))m
+		# A host reset asked for by ioctl (SG_SCSI_RESET, what sg_reset -H
+		# does; perl-base is Essential) while fio writes: the commands in
+		# flight come back from the reset device with DID_RESET and are
+		# retried, none fails.
+		hr0=$(finfo host_resets)
+		b0=$(freqs)
+		fio_verify ioctlreset libaio "$FDISK" $((16 / DIV + 4))m &
+		p=$!
+		wait_for 60 fflowing "$b0"
+		# shellcheck disable=SC2016 # perl's variables, not the shell's
+		check "ioctl: SG_SCSI_RESET host reset under I/O" perl -e \
+			'open(my $f, "<", $ARGV[0]) or die "$!"; my $a = pack("i", 3); ioctl($f, 0x2284, $a) or die "ioctl: $!\n"' "$FDISK"
+		if ! wait_for 120 bash -c "! kill -0 $p 2>/dev/null"; then
+			kill -9 $p 2>/dev/null
+		fi
+		wait $p
+		r=$?
+		[ $r = 0 ] || tail -n 15 /tmp/fio-ioctlreset.log >&2
+		check "ioctl: fio verify across the reset clean (status $r)" [ $r = 0 ]
+		check "ioctl: one more host reset ($hr0 -> $(finfo host_resets))" \
+			[ "$(finfo host_resets)" = $((hr0 + 1)) ]
 	fi
-	wait $p
-	r=$?
-	[ $r = 0 ] || tail -n 15 /tmp/fio-broken.log >&2
-	dmesg | grep -E 'broke|reset|abort|offline|held|timing out' | tail -n 12 >&2
-	check "break: fio verify across the break and the reset clean (status $r)" [ $r = 0 ]
-	check "break: one host reset ($(finfo host_resets))" [ "$(finfo host_resets)" = 1 ]
-	check "break: disk running after the reset" \
-		[ "$(cat "/sys/block/${FDISK#/dev/}/device/state")" = running ]
-	check "break: fio verify after the reset" fio_verify afterbreak libaio "$FDISK" $((8 / DIV + 1))m
-	# A host reset asked for by ioctl (SG_SCSI_RESET, what sg_reset -H
-	# does; perl-base is Essential) while fio writes: the commands in
-	# flight come back from the reset device with DID_RESET and are
-	# retried, none fails.
-	hr0=$(finfo host_resets)
-	b0=$(freqs)
-	fio_verify ioctlreset libaio "$FDISK" $((16 / DIV + 4))m &
-	p=$!
-	wait_for 60 fflowing "$b0"
-	check "ioctl: SG_SCSI_RESET host reset under I/O" perl -e \
-		'open(my $f, "<", $ARGV[0]) or die "$!"; my $a = pack("i", 3); ioctl($f, 0x2284, $a) or die "ioctl: $!\n"' "$FDISK"
-	if ! wait_for 120 bash -c "! kill -0 $p 2>/dev/null"; then
-		kill -9 $p 2>/dev/null
-	fi
-	wait $p
-	r=$?
-	[ $r = 0 ] || tail -n 15 /tmp/fio-ioctlreset.log >&2
-	check "ioctl: fio verify across the reset clean (status $r)" [ $r = 0 ]
-	check "ioctl: one more host reset ($hr0 -> $(finfo host_resets))" \
-		[ "$(finfo host_resets)" = $((hr0 + 1)) ]
-	check "break: rmmod after the reset" rmmod $FMOD
+	check "break: rmmod afterwards" rmmod $FMOD
 fi
 
 echo "guest tests: $fails failed"
