@@ -1448,13 +1448,20 @@ static void virtscsi_events_start(struct virtscsi_dev *dev)
 		virtscsi_event_post(&dev->events[i], false);
 }
 
-/* After this, no event work runs and no event buffer is re-posted. */
-static void virtscsi_events_stop(struct virtscsi_dev *dev)
+/*
+ * After this, no event buffer is re-posted, and with @wait no event work
+ * runs.  A host reset must not wait for event work (it may be waiting for
+ * the reset): a running work's buffer then goes back to the device when
+ * it is done (virtscsi_event_post()).
+ */
+static void virtscsi_events_stop(struct virtscsi_dev *dev, bool wait)
 {
 	unsigned long flags;
 	unsigned int i;
 
 	virtscsi_events_set(dev, false);
+	if (!wait)
+		return;
 	for (i = 0; i < SQCQ_NR_EVENTS; i++) {
 		cancel_work_sync(&dev->events[i].work);
 		/* A work cancelled before it ran no longer holds its buffer. */
@@ -2946,7 +2953,7 @@ static int virtscsi_probe(struct virtio_device *vdev)
 err_host:
 	debugfs_remove_recursive(dev->dbg);
 	virtscsi_renego_stop(dev);
-	virtscsi_events_stop(dev);
+	virtscsi_events_stop(dev, true);
 	scsi_remove_host(shost);
 err_vqs:
 	virtscsi_vqs_teardown(dev);
@@ -2964,7 +2971,7 @@ static void virtscsi_remove(struct virtio_device *vdev)
 
 	debugfs_remove_recursive(dev->dbg);
 	virtscsi_renego_stop(dev);
-	virtscsi_events_stop(dev);
+	virtscsi_events_stop(dev, true);
 	/* Outstanding commands still complete through the live rings. */
 	scsi_remove_host(shost);
 	virtscsi_vqs_teardown(dev);
@@ -2979,11 +2986,7 @@ static int virtscsi_freeze(struct virtio_device *vdev)
 	struct virtscsi_dev *dev = virtscsi_shost_dev(vdev->priv);
 
 	virtscsi_renego_stop(dev);
-	/* A host reset must not wait for event work: it may wait for the reset. */
-	if (dev->eh_resetting)
-		virtscsi_events_set(dev, false);
-	else
-		virtscsi_events_stop(dev);
+	virtscsi_events_stop(dev, !dev->eh_resetting);
 	virtscsi_vqs_teardown(dev);
 	virtscsi_sqcq_stop(dev);
 	return 0;
@@ -3003,10 +3006,7 @@ static int virtscsi_restore(struct virtio_device *vdev)
 	/* Killed while the device held the request: reset, hand all back. */
 	ret = virtscsi_sqcq_setup(dev);
 	if (ret) {
-		if (dev->eh_resetting)
-			virtscsi_events_set(dev, false);
-		else
-			virtscsi_events_stop(dev);
+		virtscsi_events_stop(dev, !dev->eh_resetting);
 		virtscsi_vqs_teardown(dev);
 		virtscsi_sqcq_stop(dev);
 		return ret;

@@ -774,8 +774,8 @@ void vhost_worker_unbound_cpus(struct vhost_dev *dev, struct cpumask *mask)
 	 * off the isolated CPUs as well, unless that leaves it none.
 	 */
 	if (!READ_ONCE(dev->owner_task) &&
-	    !cpumask_and(mask, mask, housekeeping_cpumask(HK_TYPE_KTHREAD)))
-		cpumask_copy(mask, &owner->cpus_mask);
+	    cpumask_intersects(mask, housekeeping_cpumask(HK_TYPE_KTHREAD)))
+		cpumask_and(mask, mask, housekeeping_cpumask(HK_TYPE_KTHREAD));
 }
 
 /* ------------------------------------------------------------------ */

@@ -672,7 +672,7 @@ static void vhost_worker_allow_but(struct vhost_dev *dev,
 	cpumask_var_t unbound, mask;
 
 	if (!zalloc_cpumask_var(&unbound, GFP_KERNEL))
-		return;		/* tried again at the next placement */
+		return;		/* the worker stays where it is */
 	vhost_worker_unbound_cpus(dev, unbound);
 	if (zalloc_cpumask_var(&mask, GFP_KERNEL) &&
 	    cpumask_andnot(mask, unbound, off))

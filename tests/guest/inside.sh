@@ -90,6 +90,15 @@ fio_verify() {	# fio_verify NAME ENGINE DEV SIZE [extra fio args]
 		--iodepth=32 --size="$size" --verify=crc32c --verify_fatal=1 \
 		--do_verify=1 --verify_state_save=0 --output="/tmp/fio-$name.log" "$@"
 }
+# fio_ends LABEL PID: check that fio PID ends within 120 s (killed if
+# not, never waited for unbounded); its exit status in REPLY.
+fio_ends() {
+	if ! check "$1" wait_for 120 bash -c "! kill -0 $2 2>/dev/null"; then
+		kill -9 "$2" 2>/dev/null
+	fi
+	wait "$2"
+	REPLY=$?
+}
 # A disk node must exist before fio runs: fio would create a plain file.
 disk_ready() { wait_for 30 test -b "$1"; }
 # io_flowing BASE: more than 200 requests were queued since BASE.
@@ -487,20 +496,13 @@ if [ -f "$FKO" ] && check "bind the fault build for the break" \
 		echo "SKIP: $PREFIX break: host reset, retry and ioctl reset not run: no host reset handler on $k (CONFIG_PM_SLEEP off); checked instead that the I/O ends"
 		check "break: without a host reset the disk goes offline" \
 			wait_for 120 bash -c "[ \"\$(cat /sys/block/${FDISK#/dev/}/device/state)\" = offline ]"
-		if ! check "break: fio ends" wait_for 120 bash -c "! kill -0 $p 2>/dev/null"; then
-			kill -9 $p 2>/dev/null
-		fi
-		wait $p
-		r=$?
-		check "break: fio saw the I/O fail (status $r)" [ $r != 0 ]
+		fio_ends "break: fio ends" "$p"
+		check "break: fio saw the I/O fail (status $REPLY)" [ "$REPLY" != 0 ]
 	else
 		check "break: error handling reset the host (host_resets $(finfo host_resets))" \
 			wait_for 120 bash -c "dmesg | grep -q 'host reset done'"
-		if ! check "break: fio ends" wait_for 120 bash -c "! kill -0 $p 2>/dev/null"; then
-			kill -9 $p 2>/dev/null
-		fi
-		wait $p
-		r=$?
+		fio_ends "break: fio ends" "$p"
+		r=$REPLY
 		[ $r = 0 ] || tail -n 15 /tmp/fio-broken.log >&2
 		dmesg | grep -E 'broke|reset|abort|offline|held|timing out' | tail -n 12 >&2
 		check "break: fio verify across the break and the reset clean (status $r)" [ $r = 0 ]
@@ -520,11 +522,8 @@ if [ -f "$FKO" ] && check "bind the fault build for the break" \
 		# shellcheck disable=SC2016 # perl's variables, not the shell's
 		check "ioctl: SG_SCSI_RESET host reset under I/O" perl -e \
 			'open(my $f, "<", $ARGV[0]) or die "$!"; my $a = pack("i", 3); ioctl($f, 0x2284, $a) or die "ioctl: $!\n"' "$FDISK"
-		if ! wait_for 120 bash -c "! kill -0 $p 2>/dev/null"; then
-			kill -9 $p 2>/dev/null
-		fi
-		wait $p
-		r=$?
+		fio_ends "ioctl: fio ends" "$p"
+		r=$REPLY
 		[ $r = 0 ] || tail -n 15 /tmp/fio-ioctlreset.log >&2
 		check "ioctl: fio verify across the reset clean (status $r)" [ $r = 0 ]
 		check "ioctl: one more host reset ($hr0 -> $(finfo host_resets))" \
