@@ -136,4 +136,41 @@ echo "FAIL: e2e sqcq/sqcq qemu-trixie 6.1.0-57 L1 stalled (no heartbeat for 245 
 printf '%s\nFAIL: vm-boot (VM exited (QEMU status 0) without COMMAND'"'"'s status, kernel 6.1.0-57)\n' "$ok_lines" >"$d/log"
 cat "$d/stall" >>"$d/log"
 expect_repeat "L1 frozen (the watchdog's line in the log)"
+# L2's vCPU thread stuck in KVM_RUN in L1 (the trixie pair in CI,
+# 2026-12-05: L1's watchdog saw it, then L1 stopped answering): repeated.
+# The same lockup in an ioctl of our host module, or after a report of
+# ours: never.
+vcpu_lockup='[ 512.40] watchdog: BUG: soft lockup - CPU#1 stuck for 26s! [qemu-system-x86:290]
+[ 512.40] Modules linked in: vhost_scsi_sqcq(OE) target_core_mod kvm_amd kvm
+[ 512.40] CPU: 1 PID: 290 Comm: qemu-system-x86 Tainted: G           OE      6.1.0-57-amd64 #1
+[ 512.40] RIP: 0010:svm_vcpu_run+0x3c4/0x7a0 [kvm_amd]
+[ 512.40] Call Trace:
+[ 512.40]  <TASK>
+[ 512.40]  vcpu_enter_guest+0x6f1/0x1130 [kvm]
+[ 512.40]  kvm_arch_vcpu_ioctl_run+0x1d8/0x560 [kvm]
+[ 512.40]  kvm_vcpu_ioctl+0x26e/0x6a0 [kvm]
+[ 512.40]  __x64_sys_ioctl+0x8d/0xd0
+[ 512.40]  </TASK>'
+l1_lockup_fails='FAIL: vm-boot (VM exited (QEMU status 0) without COMMAND'"'"'s status, kernel 6.1.0-57)
+FAIL: vm-kernel-log (lockup: watchdog: BUG: soft lockup - CPU#1 stuck for 26s! [qemu-system-x86:290]
+)
+FAIL: e2e sqcq/sqcq qemu-trixie 6.1.0-57 L1 stalled (no heartbeat for 246 s; frozen emulator?)'
+attempt vcpu-run-lockup
+printf '%s\n%s\n' "$ok_lines" "$l1_lockup_fails" >"$d/log"
+printf 'booting\n%s\n' "$vcpu_lockup" >"$d/results/console.log"
+echo "L1 silent for 246 s" >"$d/stall"
+expect_repeat "L2's vCPU thread stuck in KVM_RUN in L1"
+attempt vcpu-run-lockup-own-frame
+printf '%s\n%s\n' "$ok_lines" "$l1_lockup_fails" >"$d/log"
+printf 'booting\n%s\n' "${vcpu_lockup/vcpu_enter_guest+0x6f1\/0x1130 \[kvm\]/vhost_scsi_ep_lock+0x21\/0x80 [vhost_scsi_sqcq]}" >"$d/results/console.log"
+expect_ours "a QEMU thread stuck in our module beside KVM_RUN"
+attempt vcpu-run-lockup-no-kvm
+printf '%s\n%s\n' "$ok_lines" "$l1_lockup_fails" >"$d/log"
+printf 'booting\n%s\n' "$(grep -v -e vcpu -e svm <<<"$vcpu_lockup")" >"$d/results/console.log"
+expect_ours "a QEMU thread stuck outside KVM_RUN"
+attempt report-then-vcpu-run-lockup
+printf '%s\n%s\n' "$ok_lines" "$l1_lockup_fails" >"$d/log"
+printf 'booting\n[ 300.1] WARNING: CPU: 0 PID: 77 at host/vhost_sqcq.c:812 vhost_sqcq_poll_run+0x40/0x300 [vhost_scsi_sqcq]\n%s\n' \
+	"$vcpu_lockup" >"$d/results/console.log"
+expect_ours "a warning of ours, then L2's vCPU stuck"
 exit $((fails > 0))
