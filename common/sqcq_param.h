@@ -380,7 +380,12 @@ static inline void sqcq_poll_pass_end(enum sqcq_poll_step step, bool work)
 		sqcq_poll_give_cpu();
 	else if (!work)
 		cpu_relax();
-	cond_resched();
+	/*
+	 * A poller alone on its CPU never switches, so cond_resched() alone
+	 * would leave RCU-Tasks (ftrace, BPF and optprobe trampolines)
+	 * waiting for it as long as it spins: report the quiescent state.
+	 */
+	cond_resched_tasks_rcu_qs();
 }
 
 /* A new poller's window: where adapting starts, or the fixed ceiling. */

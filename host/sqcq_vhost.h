@@ -255,6 +255,7 @@ struct vhost_dev {
 	struct list_head pg_node;
 	struct vhost_worker *pg_worker;
 	/* Written by the poll loop (vhost_sqcq_poll_run()), racy reads. */
+	bool poll_spin;			/* poll_cpu names a CPU: spin, else serve only */
 	u64 poll_window_ns;		/* the adaptive idle window */
 	u64 stat_sleeps, stat_wakeups, stat_yields;
 	u64 stat_parks, stat_handoffs;	/* shared poller: parked, woken by it */

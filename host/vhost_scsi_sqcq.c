@@ -387,9 +387,10 @@ static int vhost_scsi_queues_show(struct seq_file *m, void *v)
 		   READ_ONCE(s->vdev.stat_sleep_why[SQCQ_SLEEP_CONTENDED]),
 		   READ_ONCE(s->vdev.stat_yields),
 		   READ_ONCE(s->vdev.poll_window_ns));
-	seq_printf(m, "poll_parks: %llu\npoll_handoffs: %llu\n",
+	seq_printf(m, "poll_parks: %llu\npoll_handoffs: %llu\npoll_spin: %d\n",
 		   READ_ONCE(s->vdev.stat_parks),
-		   READ_ONCE(s->vdev.stat_handoffs));
+		   READ_ONCE(s->vdev.stat_handoffs),
+		   READ_ONCE(s->vdev.poll_spin));
 	seq_puts(m, "vq num running broken mode requests kicks calls doorbells calls_saved worker handoffs\n");
 	/* Racy snapshot of counters the worker updates; good enough. */
 	for (i = 0; i < s->vdev.nvqs; i++) {

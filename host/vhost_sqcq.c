@@ -307,10 +307,19 @@ static bool vhost_doorbells_poll(struct vhost_worker *w)
 		if (!vhost_doorbells_take(vq))
 			continue;
 		/* vq->worker is stable under poll_lock. */
-		if (vhost_vq_on_poller(vq))
+		if (vhost_vq_on_poller(vq)) {
 			vhost_worker_serve(vq, w);
-		else
+			/*
+			 * Up to a weight of requests per queue, and a device
+			 * has up to 128 queues: a scheduling point (and an
+			 * RCU-Tasks quiescent state) after each served one.
+			 * poll_lock is a mutex; nobody waits for it under a
+			 * spinlock.
+			 */
+			cond_resched_tasks_rcu_qs();
+		} else {
 			vhost_doorbells_hand_off(vq);
+		}
 		work = true;
 	}
 	return work;
@@ -690,14 +699,27 @@ static void vhost_worker_allow_but(struct vhost_dev *dev,
  */
 static void vhost_sqcq_poll_choose(struct vhost_dev *dev)
 {
-	int cpu = -1;
+	bool spin;
+	int cpu;
 
 	lockdep_assert_held(&dev->poll_lock);
 	vhost_poll_group_unpark(dev);
 	dev->pg = NULL;
-	if (READ_ONCE(poll_shared))
-		cpu = sqcq_poll_pick_cpu(dev->poll_key);
-	if (cpu >= 0 && (unsigned int)cpu < nr_cpu_ids)
+	cpu = sqcq_poll_pick_cpu(dev->poll_key);
+	/*
+	 * poll_cpu empty: no CPU is given to polling, and a poller that
+	 * shares the vCPUs' CPUs pays for each kick it saves with a yield or
+	 * a contended sleep (docs/sqcq.md, "Polling only where a CPU is
+	 * given").  The worker then serves as in classic mode.  A failed
+	 * allocation (cpu < 0) keeps polling, unbound.
+	 */
+	spin = (unsigned int)cpu != nr_cpu_ids;
+	if (!spin)
+		WRITE_ONCE(dev->poll_window_ns, 0);
+	else if (!dev->poll_spin)
+		WRITE_ONCE(dev->poll_window_ns, sqcq_poll_window_start());
+	WRITE_ONCE(dev->poll_spin, spin);
+	if (READ_ONCE(poll_shared) && cpu >= 0 && (unsigned int)cpu < nr_cpu_ids)
 		dev->pg = vhost_poll_group_get(cpu);
 	if (!dev->pg) {
 		dev->ops->poll_bind(dev);
@@ -842,7 +864,7 @@ void vhost_sqcq_poll_run(struct vhost_worker *w)
 			if (work || vhost_worker_has_pending(w)) {
 				__set_current_state(TASK_RUNNING);
 				mutex_unlock(&dev->poll_lock);
-				cond_resched();
+				cond_resched_tasks_rcu_qs();
 				continue;
 			}
 			vhost_poll_group_park(dev, w, served);
@@ -852,14 +874,26 @@ void vhost_sqcq_poll_run(struct vhost_worker *w)
 			vhost_poll_group_unpark(dev);
 			continue;
 		}
-		now = ktime_get_ns();
-		if (work)
-			sqcq_poll_work_at(&dev->poll_window_ns, &last, now);
-		contended = need_resched() || !single_task_running();
-		step = sqcq_poll_decide(work, contended, yielded, false,
-					now - last >=
-					sqcq_poll_window(dev->poll_window_ns),
-					&why);
+		if (!dev->poll_spin) {
+			/*
+			 * Serve-only: while passes find work, go on (the
+			 * scheduler may take the CPU between them, as between
+			 * the classic worker's rounds); the first pass without
+			 * any sleeps, with no window, yield or contention rule.
+			 */
+			why = SQCQ_SLEEP_IDLE;
+			step = work ? SQCQ_POLL_SPIN : SQCQ_POLL_SLEEP;
+		} else {
+			now = ktime_get_ns();
+			if (work)
+				sqcq_poll_work_at(&dev->poll_window_ns, &last,
+						  now);
+			contended = need_resched() || !single_task_running();
+			step = sqcq_poll_decide(work, contended, yielded, false,
+						now - last >=
+						sqcq_poll_window(dev->poll_window_ns),
+						&why);
+		}
 		yielded = step == SQCQ_POLL_YIELD;
 		if (step == SQCQ_POLL_YIELD) {
 			vhost_doorbells_request_kicks(dev);

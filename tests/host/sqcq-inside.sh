@@ -247,6 +247,31 @@ req=$(dbg_sum requests "$out") kk=$(dbg_sum kicks "$out") cl=$(dbg_sum calls "$o
 echo "  classic: $res; host requests $req kicks $kk calls $cl"
 [ $rc = 0 ] && [ "$(dbg_val mode "$out")" = classic ] &&
 	pass "classic-verify ($(field ios "$res") I/Os)" || fail "classic-verify (rc $rc)"
+creq=$req cnote=$((kk + cl))
+
+section 3a
+# 3a. No CPU given to polling (poll_cpu empty, the default): SQ/CQ is
+# negotiated, and its worker serves what is kicked and sleeps after the
+# first pass without work (docs/sqcq.md, serve-only): no spinning window,
+# no yield, no contended sleep, no more notifications per request than
+# the classic run above (its ratio, plus 0.05 for the noise of a load
+# whose batches differ from run to run).
+echo 200000 >$P/poll_idle_us
+out=$(timeout 600 "$CLIENT" /dev/vhost-scsi-sqcq $W -s -q 4 -d 8 -m verify \
+	-n "$LOAD" -i 200000 -D 2>&1); rc=$?
+echo 20000 >$P/poll_idle_us
+res=$(echo "$out" | grep '^ios=')
+req=$(dbg_sum requests "$out") kk=$(dbg_sum kicks "$out") cl=$(dbg_sum calls "$out")
+spin=$(dbg_val poll_spin "$out") win=$(dbg_val poll_window_ns "$out")
+yld=$(dbg_val poll_yields "$out") ctd=$(dbg_val poll_sleeps_contended "$out")
+echo "  serve-only: $res; host requests $req kicks $kk calls $cl, spin $spin window $win yields $yld contended $ctd sleeps $(dbg_val poll_sleeps "$out")"
+check "serve-only: SQ/CQ verified without a poll CPU (rc $rc, mode $(dbg_val mode "$out"), $(field ios "$res") I/Os, errors $(field errors "$res"))" \
+	[ "$rc" = 0 -a "$(dbg_val mode "$out")" = sqcq -a "$(field errors "$res")" = 0 ]
+check "serve-only: the worker never spins (poll_spin '$spin', window '$win' ns, yields '$yld', contended sleeps '$ctd')" \
+	[ "$spin.$win.$yld.$ctd" = 0.0.0.0 ]
+check "serve-only: notifications per request at most classic's + 0.05 ($((kk + cl)) for $req; classic $cnote for $creq)" \
+	awk -v n=$((kk + cl)) -v r="${req:-0}" -v cn="$cnote" -v cr="${creq:-0}" \
+	'BEGIN { exit !(r > 0 && cr > 0 && n / r <= cn / cr + 0.05) }'
 
 section 3b
 # 3b. Queues on workers of their own (vhost-io -W, as QEMU's
@@ -539,13 +564,16 @@ if [ "$(nproc)" -ge 2 ]; then
 	check "shared: no device worker bound to the poll CPU ($on1 of $(workers))" [ "$on1" = 0 ]
 	# A window in which the poller let the devices go "contended" more
 	# than once per 100 requests (CPU 1 wanted by others, the premise of
-	# the kick count gone) is measured once more, and says so.
-	for try in 1 2; do
+	# the kick count gone) is measured again, up to three windows, and
+	# says so.
+	for try in 1 2 3; do
 		h0=$(pcol handoffs) p0=$(dev_sum poll_parks) r0=$(requests) k0=$(kicks) c0=$(pcol sleeps_contended)
 		sleep 4
 		h1=$(pcol handoffs) p1=$(dev_sum poll_parks) r1=$(requests) k1=$(kicks) c1=$(pcol sleeps_contended)
 		echo "  shared, 4 s: handoffs $h0 -> $h1, parks $p0 -> $p1, requests $r0 -> $r1, kicks $k0 -> $k1, contended $c0 -> $c1"
-		[ "$try" = 1 ] && [ $((c1 - c0)) -gt $(((r1 - r0) / 100)) ] || break
+		contended=0
+		[ $((c1 - c0)) -gt $(((r1 - r0) / 100)) ] && contended=1
+		[ "$contended" = 1 ] && [ "$try" != 3 ] || break
 		echo "  the shared poller was contended: once more"
 	done
 	# No handoff in the window: on the sanitizer kernel CPU 1 is now and
@@ -565,8 +593,16 @@ if [ "$(nproc)" -ge 2 ]; then
 	# 1 was wanted: 2-3% of requests on 6.1 and 7.2, 5-7% on the
 	# sanitizer kernel, whose own threads want CPU 1 more often; classic
 	# kicks once per batch, 13% of requests with this client.
-	check "shared: polled, not kicked (kicks $((k1 - k0)) for $((r1 - r0)) requests, under 8%)" \
-		awk -v k=$((k1 - k0)) -v r=$((r1 - r0)) 'BEGIN { exit !(r > 0 && k / r < 0.08) }'
+	# Contended in all three (a busy machine under this VM: 5.5 and 4.6
+	# contended sleeps per 100 requests, 10.3 % kicked, in a run beside
+	# make check): the premise is gone, and the ratio says nothing either
+	# way (classic kicks 13 %): a counted SKIP, never a pass.
+	if [ "$contended" = 1 ]; then
+		echo "SKIP: $PREFIX shared: polled, not kicked: not measured, the poller was contended in three windows (last: kicks $((k1 - k0)) for $((r1 - r0)) requests, contended sleeps $((c1 - c0)))"
+	else
+		check "shared: polled, not kicked (kicks $((k1 - k0)) for $((r1 - r0)) requests, under 8%)" \
+			awk -v k=$((k1 - k0)) -v r=$((r1 - r0)) 'BEGIN { exit !(r > 0 && k / r < 0.08) }'
+	fi
 	c0=$(pcol sleeps_contended) r0=$(requests)
 	taskset -c 1 sh -c 'while :; do :; done' &
 	hog=$!
