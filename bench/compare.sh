@@ -71,6 +71,9 @@ if [ "$recipe" = 1 ]; then
 	hp=${CMP_HOST_PARAMS-poll_cpu=0 poll_shared=0 poll_idle_us=100000}
 	gp=${CMP_GUEST_PARAMS-poll_queues=1}
 fi
+# The host polls only where poll_cpu names CPUs (docs/sqcq.md).
+hpolls=0
+[[ " $hp " =~ \ poll_cpu=[0-9] ]] && hpolls=1
 [[ "$rt" =~ ^[0-9]+$ ]] || { echo "${0##*/}: --runtime takes seconds" >&2; exit 2; }
 [[ "$rounds" =~ ^[1-9][0-9]*$ ]] || { echo "${0##*/}: --rounds takes a count" >&2; exit 2; }
 
@@ -82,7 +85,7 @@ echo "compare: $title: L1 on $l1smp vCPUs; host insmod ${hp:-(defaults)}; guest 
 E2E_L2_SCRIPT=bench/compare-l2.sh E2E_VIOMMU=0 \
 E2E_HOST_PARAMS=$hp E2E_GUEST_PARAMS=$gp E2E_L2_ISOLATE=$isolate E2E_L2_VHOST_OPTS=$vopts \
 E2E_L1_SMP=$l1smp E2E_L2_SMP=${CMP_L2_SMP:-1} CMP_RUNTIME=$rt CMP_POINTS=$points CMP_ROUNDS=$rounds \
-	tests/e2e/run.sh --kernel "$id" --host sqcq --guest sqcq --no-hotplug \
+CMP_HOST_POLLS=$hpolls tests/e2e/run.sh --kernel "$id" --host sqcq --guest sqcq --no-hotplug \
 	--timeout $((900 + rounds * 2 * (points_n * (rt + 25) + 40))) \
 	--l2-timeout $((600 + rounds * 2 * (points_n * (rt + 25) + 40))) 2>&1 | tee "$log" | grep --line-buffered -E '^(e2e|compare-l2|pass:|fail:|PASS:|FAIL:)'
 rc=${PIPESTATUS[0]}
