@@ -397,6 +397,7 @@ SQCQ_VM_INITRD_EXTRA=${E2E_L2_INITRD_EXTRA:-scsi_mod sd_mod} \
 	--env "E2E_FIO_TIMEOUT=${E2E_FIO_TIMEOUT:-600}" \
 	--env "E2E_GUEST_PARAMS=${E2E_GUEST_PARAMS:-}" --env "E2E_RESET=${E2E_RESET:-1}" \
 	--env "E2E_RTHOG=${E2E_RTHOG:-1}" --env "E2E_POLL_PHASES=${E2E_POLL_PHASES:-1}" --env "E2E_GUEST_HOG=${E2E_GUEST_HOG:-1}" \
+	--env "E2E_HIPRI=${E2E_HIPRI:-0}" \
 	"${cmp_env[@]}" \
 	-- "${E2E_L2_SCRIPT:-tests/e2e/l2.sh}" "$GUEST" "$LABEL" \
 	"$GUEST_KO" || l2rc=$?

@@ -573,6 +573,49 @@ if [ "$GUEST" = sqcq ] && [ "$E2E_HOST" != intree ] && [ -n "$DISK_A" ] &&
 	phase "host sqcq=0/1"
 fi
 
+# ---- 3b. the recipe's limit case: a poll queue and io_uring --hipri ---------
+# E2E_HIPRI=1 (the pair whose host polls on a CPU of its own, poll_cpu, and
+# whose device has num_queues=2): the driver probes again with a poll
+# queue, and fio's io_uring --hipri at QD1 completes its reads by polling
+# that queue from the waiting task: no interrupt on it at all, and (the
+# host poller awake) a kick for at most a fifth of the requests (L1 has
+# two vCPUs, so the host's poll CPU also runs L1's own tasks, which make
+# it sleep now and then: 0.05-0.15 measured; bench/compare.sh --recipe
+# gives it a CPU of its own).  Then the driver probes again without it.
+pq=/sys/module/virtio_scsi_sqcq/parameters/poll_queues
+if [ "$GUEST" = sqcq ] && [ "$E2E_HOST" != intree ] && [ "${E2E_HIPRI:-0}" = 1 ] &&
+	[ -n "$DISK_A" ] && vdev "$SLOT_A"; then
+	d=/sys/kernel/debug/virtio_scsi_sqcq/${REPLY##*/}
+	# poll_sum COLUMN: the column (queues file) summed over poll queues.
+	poll_sum() { awk -v c="$1" 'NR > 1 && $2 == "poll" { s += $c } END { print s + 0 }' "$d/queues"; }
+	echo 1 >"$pq"
+	if rebind_a && grep -q ' poll ' "$d/queues"; then
+		check "hipri: SQ/CQ with a poll queue (mode $MODE)" [ "$MODE" = sqcq ]
+		r0=$(poll_sum 4) k0=$(poll_sum 5) i0=$(poll_sum 6)
+		"$FIO" --eta=never --output=/tmp/fio-hipri.log --name=hipri --filename="$DISK_A" \
+			--ioengine=io_uring --hipri=1 --direct=1 --rw=randread --bs=4k --iodepth=1 \
+			--size=16m --number_ios=2000 >/dev/null 2>&1
+		st=$?
+		r=$(($(poll_sum 4) - r0)) k=$(($(poll_sum 5) - k0)) i=$(($(poll_sum 6) - i0))
+		log "hipri: fio status $st; poll queue: requests $r kicks $k interrupts $i"
+		check "hipri: fio io_uring --hipri QD1 on the poll queue (status $st, $r requests)" \
+			[ "$st" = 0 -a "$r" -ge 2000 ]
+		check "hipri: no interrupt on the poll queue ($i for $r requests)" [ "$i" = 0 ]
+		check "hipri: the host poller took the requests (kicks $k for $r requests, at most a fifth)" \
+			[ "$r" -gt 0 -a $((k * 5)) -le "$r" ]
+	else
+		fail "hipri: no poll queue after the probe with poll_queues=1 ($(grep -c ' poll ' "$d/queues" 2>/dev/null) poll queues, mode ${MODE:-none})"
+	fi
+	echo 0 >"$pq"
+	if rebind_a; then
+		check "hipri: probed again without a poll queue (mode $MODE)" [ "$MODE" = sqcq ]
+	else
+		fail "hipri: the device did not come back without a poll queue"
+		DISK_A=""
+	fi
+	phase "hipri"
+fi
+
 # ---- 3. LUN hotplug driven by L1 ---------------------------------------------
 # A device that offers VIRTIO_SCSI_F_HOTPLUG (QEMU's vhost-scsi only with
 # hotplug=on, which QEMU 7.2 lacks) reports the LUN in an event and the

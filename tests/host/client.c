@@ -2489,7 +2489,15 @@ static void slot_finish(struct ioq *io, struct slot *sl, uint32_t ulen)
 		if (e->lenient && r->response == VIRTIO_SCSI_S_BAD_TARGET) {
 			io->bad_target++;
 		} else if (e->lenient && r->response == VIRTIO_SCSI_S_OK &&
-			   r->status == 0x02 && r->sense_len) {
+			   ((r->status == 0x02 && r->sense_len) ||
+			    r->status == 0x08)) {
+			/*
+			 * CHECK CONDITION with its sense, or BUSY: what the
+			 * target core answers when the unit attention this
+			 * command was to report (the LUN change) was taken
+			 * by a command racing it (seen once in 3251 on the
+			 * sanitizer kernel); the initiator retries.
+			 */
 			io->check++;
 		} else if (e->lenient &&
 			   (r->response == VIRTIO_SCSI_S_ABORTED ||
