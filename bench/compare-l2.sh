@@ -71,17 +71,6 @@ for v in /sys/bus/virtio/drivers/virtio_scsi/virtio*; do
 	[ -e "$v" ] && echo "${v##*/}" >/sys/bus/virtio/drivers/virtio_scsi/unbind
 done
 
-# l1_stat: REPLY = "EXITS BUSY IDLE CONTENDED YIELDS" from L1 (its KVM exit
-# count, the busy clock ticks of all its CPUs, the host pollers' sleeps
-# and yields), or dashes when L1 does not answer.
-l1_stat() {
-	rm -f "$SQCQ_RESULTS/hotplug-stat.done"
-	: >"$SQCQ_RESULTS/hotplug-stat.req"
-	REPLY="- - - - -"
-	wait_for 30 test -e "$SQCQ_RESULTS/hotplug-stat.done" || return 1
-	read -r REPLY <"$SQCQ_RESULTS/hotplug-stat.done"
-	rm -f "$SQCQ_RESULTS/hotplug-stat.done"
-}
 # l1_exits: REPLY = L1's VM exits by reason since its first answer,
 # "reason=count ..." (bench/l1-exits.sh, run by l1.sh on
 # hotplug-exits.req); status 1 when L1 does not answer, or answers

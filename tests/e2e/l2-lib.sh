@@ -90,3 +90,14 @@ scsi_host() {
 	done
 	return 1
 }
+# l1_stat: REPLY = "EXITS BUSY IDLE CONTENDED YIELDS" from L1 (its KVM exit
+# count, the busy clock ticks of all its CPUs, the host pollers' sleeps
+# and yields), or dashes when L1 does not answer.
+l1_stat() {
+	rm -f "$SQCQ_RESULTS/hotplug-stat.done"
+	: >"$SQCQ_RESULTS/hotplug-stat.req"
+	REPLY="- - - - -"
+	wait_for 30 test -e "$SQCQ_RESULTS/hotplug-stat.done" || return 1
+	read -r REPLY <"$SQCQ_RESULTS/hotplug-stat.done"
+	rm -f "$SQCQ_RESULTS/hotplug-stat.done"
+}

@@ -591,13 +591,19 @@ if [ "$GUEST" = sqcq ] && [ "$E2E_HOST" != intree ] && [ "${E2E_HIPRI:-0}" = 1 ]
 	echo 1 >"$pq"
 	if rebind_a && grep -q ' poll ' "$d/queues"; then
 		check "hipri: SQ/CQ with a poll queue (mode $MODE)" [ "$MODE" = sqcq ]
+		l1_stat
+		read -r x0 _ hs0 hc0 hy0 <<<"$REPLY"
 		r0=$(poll_sum 4) k0=$(poll_sum 5) i0=$(poll_sum 6)
 		"$FIO" --eta=never --output=/tmp/fio-hipri.log --name=hipri --filename="$DISK_A" \
 			--ioengine=io_uring --hipri=1 --direct=1 --rw=randread --bs=4k --iodepth=1 \
 			--size=16m --number_ios=2000 >/dev/null 2>&1
 		st=$?
 		r=$(($(poll_sum 4) - r0)) k=$(($(poll_sum 5) - k0)) i=$(($(poll_sum 6) - i0))
-		log "hipri: fio status $st; poll queue: requests $r kicks $k interrupts $i"
+		l1_stat
+		read -r x1 _ hs1 hc1 hy1 <<<"$REPLY"
+		# L1's counters over the run (dashes where L1 did not answer).
+		dl() { [[ "$1$2" =~ ^[0-9]+$ ]] && echo $(($2 - $1)) || echo -; }
+		log "hipri: fio status $st; poll queue: requests $r kicks $k interrupts $i; L1: exits $(dl "$x0" "$x1"), host poller sleeps idle $(dl "$hs0" "$hs1") contended $(dl "$hc0" "$hc1"), yields $(dl "$hy0" "$hy1")"
 		check "hipri: fio io_uring --hipri QD1 on the poll queue (status $st, $r requests)" \
 			[ "$st" = 0 -a "$r" -ge 2000 ]
 		check "hipri: no interrupt on the poll queue ($i for $r requests)" [ "$i" = 0 ]
