@@ -578,10 +578,11 @@ fi
 # whose device has num_queues=2): the driver probes again with a poll
 # queue, and fio's io_uring --hipri at QD1 completes its reads by polling
 # that queue from the waiting task: no interrupt on it at all, and (the
-# host poller awake) a kick for at most a fifth of the requests (L1 has
-# two vCPUs, so the host's poll CPU also runs L1's own tasks, which make
-# it sleep now and then: 0.05-0.15 measured; bench/compare.sh --recipe
-# gives it a CPU of its own).  Then the driver probes again without it.
+# host poller awake on its own CPU) a kick for at most 5 % of the requests
+# (10 in 2000 measured).  The pair's L1 has 3 vCPUs for it (run-all.sh):
+# on 2, L1's own tasks shared the poll CPU and the poller slept contended
+# about once per request (1101 kicks in 2000).  Then the driver probes
+# again without the poll queue.
 pq=/sys/module/virtio_scsi_sqcq/parameters/poll_queues
 if [ "$GUEST" = sqcq ] && [ "$E2E_HOST" != intree ] && [ "${E2E_HIPRI:-0}" = 1 ] &&
 	[ -n "$DISK_A" ] && vdev "$SLOT_A"; then
@@ -607,8 +608,8 @@ if [ "$GUEST" = sqcq ] && [ "$E2E_HOST" != intree ] && [ "${E2E_HIPRI:-0}" = 1 ]
 		check "hipri: fio io_uring --hipri QD1 on the poll queue (status $st, $r requests)" \
 			[ "$st" = 0 -a "$r" -ge 2000 ]
 		check "hipri: no interrupt on the poll queue ($i for $r requests)" [ "$i" = 0 ]
-		check "hipri: the host poller took the requests (kicks $k for $r requests, at most a fifth)" \
-			[ "$r" -gt 0 -a $((k * 5)) -le "$r" ]
+		check "hipri: the host poller took the requests (kicks $k for $r requests, at most 5 %)" \
+			[ "$r" -gt 0 -a $((k * 20)) -le "$r" ]
 	else
 		fail "hipri: no poll queue after the probe with poll_queues=1 ($(grep -c ' poll ' "$d/queues" 2>/dev/null) poll queues, mode ${MODE:-none})"
 	fi
