@@ -219,6 +219,7 @@ struct virtscsi_dev {
 	atomic64_t timer_resets;	/* timeouts answered by waiting on */
 	atomic64_t host_resets;		/* virtscsi_eh_host_reset() runs */
 	bool eh_resetting;		/* around a host reset (EH or ioctl) */
+	unsigned int stale_cmds;	/* teardown: commands EH ended, left on a ring */
 	u64 timeout_notifies;		/* notifications a timeout sent */
 	atomic_t ctrl_waiting;		/* control requests being waited for */
 	struct dentry *dbg;
@@ -493,8 +494,10 @@ static void virtscsi_vq_broken(struct virtscsi_vq *q)
 		return;
 	q->broken_seen = true;
 	dev_err(&q->dev->vdev->dev,
-		"%s: the device broke the ring protocol; its commands wait for their timeout and a host reset\n",
-		q->name);
+		"%s: the device broke the ring protocol; %s\n", q->name,
+		IS_ENABLED(CONFIG_PM_SLEEP) ?
+		"its commands wait for their timeout and a host reset" :
+		"its commands fail (no host reset without CONFIG_PM_SLEEP)");
 }
 
 /* Whether @q's ring is broken (virtscsi_vq_broken()); takes the lock. */
@@ -863,12 +866,19 @@ static sqcq_qc_ret_t virtscsi_queuecommand(struct Scsi_Host *shost,
 	 * -EIO: the ring is broken (a device that broke the protocol, or one
 	 * removed by surprise).  Keep the command: it times out like those
 	 * the device holds, error handling resets the host and retries it on
-	 * the new rings; a device that cannot be reset fails it then.
+	 * the new rings; a device that cannot be reset fails it then.  A
+	 * build without the host reset handler (no CONFIG_PM_SLEEP) has no
+	 * reset to wait for: failed at once, or every command sent while the
+	 * LUN goes away (the cache flush of its removal) would wait for its
+	 * timeout and the whole error handling first, again and again.
 	 */
 	if (ret == -EIO) {
-		virtscsi_err_rl(dev, "%s: ring broken; command held for the host reset\n",
-				q->name);
-		return 0;
+		virtscsi_vq_is_broken(q);	/* says so, once */
+		if (IS_ENABLED(CONFIG_PM_SLEEP)) {
+			virtscsi_err_rl(dev, "%s: ring broken; command held for the host reset\n",
+					q->name);
+			return 0;
+		}
 	}
 	/* -ENODEV: torn down: again after a host reset, else removal. */
 	if (READ_ONCE(dev->eh_resetting))
@@ -1556,7 +1566,8 @@ out:
 }
 
 /* Give back what a reset device still held. */
-static void virtscsi_reclaim(struct virtscsi_dev *dev, struct virtscsi_vq *q, void *buf)
+static void virtscsi_reclaim(struct virtscsi_dev *dev, struct virtscsi_vq *q,
+			     void *buf, bool host_removed)
 {
 	struct virtscsi_tmf *tmf;
 	struct scsi_cmnd *sc;
@@ -1577,8 +1588,18 @@ static void virtscsi_reclaim(struct virtscsi_dev *dev, struct virtscsi_vq *q, vo
 		break;
 	default:
 		/*
+		 * After scsi_remove_host() every command has ended: one still
+		 * on a ring is one that error handling ended without a host
+		 * reset (a broken ring, a build without the handler), and its
+		 * memory went with the host's requests.  Not touched.
+		 */
+		if (host_removed) {
+			dev->stale_cmds++;
+			break;
+		}
+		/*
 		 * A host reset retries what it hands back (DID_RESET; the
-		 * commands error handling holds ignore it); removal fails it.
+		 * commands error handling holds ignore it).
 		 */
 		sc = buf;
 		sc->result = (dev->eh_resetting ? DID_RESET : DID_NO_CONNECT) << 16;
@@ -1590,10 +1611,12 @@ static void virtscsi_reclaim(struct virtscsi_dev *dev, struct virtscsi_vq *q, vo
 /*
  * Reset the device and delete its virtqueues.  After the reset the device
  * no longer touches any buffer, so everything still on the rings is handed
- * back: outstanding control requests fail, commands end with
- * DID_NO_CONNECT.
+ * back: outstanding control requests fail, commands end with DID_RESET (a
+ * host reset retries them) -- except after scsi_remove_host()
+ * (@host_removed), when a command left on a ring was already ended by the
+ * midlayer (virtscsi_reclaim()).
  */
-static void virtscsi_vqs_teardown(struct virtscsi_dev *dev)
+static void virtscsi_vqs_teardown(struct virtscsi_dev *dev, bool host_removed)
 {
 	unsigned int n = SQCQ_VQ_REQ0 + dev->nr_req, i;
 	unsigned long flags;
@@ -1611,8 +1634,12 @@ static void virtscsi_vqs_teardown(struct virtscsi_dev *dev)
 		if (!vq)
 			continue;
 		while ((buf = virtqueue_detach_unused_buf(vq)))
-			virtscsi_reclaim(dev, q, buf);
+			virtscsi_reclaim(dev, q, buf, host_removed);
 	}
+	if (dev->stale_cmds)
+		dev_warn(&dev->vdev->dev, "%u commands ended by error handling were still on the rings; left alone\n",
+			 dev->stale_cmds);
+	dev->stale_cmds = 0;
 	dev->vdev->config->del_vqs(dev->vdev);
 	/* No callback can run any more: no event work can be queued again. */
 	for (i = 0; i < SQCQ_NR_EVENTS; i++)
@@ -2955,8 +2982,11 @@ err_host:
 	virtscsi_renego_stop(dev);
 	virtscsi_events_stop(dev, true);
 	scsi_remove_host(shost);
+	virtscsi_vqs_teardown(dev, true);
+	virtscsi_sqcq_stop(dev);
+	goto err_put;
 err_vqs:
-	virtscsi_vqs_teardown(dev);
+	virtscsi_vqs_teardown(dev, false);
 	virtscsi_sqcq_stop(dev);
 err_put:
 	vdev->priv = NULL;
@@ -2974,7 +3004,7 @@ static void virtscsi_remove(struct virtio_device *vdev)
 	virtscsi_events_stop(dev, true);
 	/* Outstanding commands still complete through the live rings. */
 	scsi_remove_host(shost);
-	virtscsi_vqs_teardown(dev);
+	virtscsi_vqs_teardown(dev, true);
 	virtscsi_sqcq_stop(dev);
 	vdev->priv = NULL;
 	scsi_host_put(shost);
@@ -2987,7 +3017,7 @@ static int virtscsi_freeze(struct virtio_device *vdev)
 
 	virtscsi_renego_stop(dev);
 	virtscsi_events_stop(dev, !dev->eh_resetting);
-	virtscsi_vqs_teardown(dev);
+	virtscsi_vqs_teardown(dev, false);
 	virtscsi_sqcq_stop(dev);
 	return 0;
 }
@@ -3007,7 +3037,7 @@ static int virtscsi_restore(struct virtio_device *vdev)
 	ret = virtscsi_sqcq_setup(dev);
 	if (ret) {
 		virtscsi_events_stop(dev, !dev->eh_resetting);
-		virtscsi_vqs_teardown(dev);
+		virtscsi_vqs_teardown(dev, false);
 		virtscsi_sqcq_stop(dev);
 		return ret;
 	}
