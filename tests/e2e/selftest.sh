@@ -173,4 +173,71 @@ printf '%s\n%s\n' "$ok_lines" "$l1_lockup_fails" >"$d/log"
 printf 'booting\n[ 300.1] WARNING: CPU: 0 PID: 77 at host/vhost_sqcq.c:812 vhost_sqcq_poll_run+0x40/0x300 [vhost_scsi_sqcq]\n%s\n' \
 	"$vcpu_lockup" >"$d/results/console.log"
 expect_ours "a warning of ours, then L2's vCPU stuck"
+# The same in CI (2026-12-05, trixie pair): L1 lived on, so the frames are
+# in dmesg (the log's first report) and L1's quiet console has the
+# report's first lines only; the vCPU thread's trace carries a stale
+# "? " word of our wakeup. Repeated; the console's lockup naming another
+# task, or a reliable frame of ours, fails.
+vcpu_dmesg='[  114.39] watchdog: BUG: soft lockup - CPU#1 stuck for 22s! [qemu-system-x86:269]
+[  114.39] Modules linked in: vhost_scsi_sqcq(OE) target_core_iblock kvm_amd kvm
+[  114.39] CPU: 1 PID: 269 Comm: qemu-system-x86 Tainted: G           OE      6.1.0-57-amd64 #1  Debian 6.1.192-3
+[  114.39] RIP: 0010:__apic_accept_irq+0x72/0x290 [kvm]
+[  114.39] RSP: 0018:ffffc900005c3cb0 EFLAGS: 00000202
+[  114.39] Call Trace:
+[  114.39]  <TASK>
+[  114.39]  kvm_apic_local_deliver+0x7e/0xc0 [kvm]
+[  114.39]  kvm_inject_apic_timer_irqs+0x27/0x70 [kvm]
+[  114.39]  kvm_arch_vcpu_ioctl_run+0x59d/0x1750 [kvm]
+[  114.39]  ? vhost_poll_wakeup+0x2c/0x40 [vhost_scsi_sqcq]
+[  114.39]  kvm_vcpu_ioctl+0x25e/0x720 [kvm]
+[  114.39]  __x64_sys_ioctl+0x8d/0xd0
+[  114.39]  do_syscall_64+0x5d/0xb0
+[  114.39]  entry_SYSCALL_64_after_hwframe+0x6e/0xd8
+[  114.39]  </TASK>'
+vcpu_console='[  114.391] watchdog: BUG: soft lockup - CPU#1 stuck for 22s! [qemu-system-x86:269]
+[  147.428] rcu: INFO: rcu_preempt self-detected stall on CPU
+[  147.428] 	1-....: (20868 ticks this GP) idle=cafc/1/0x4000000000000000'
+# ci_vcpu_attempt CONSOLE DMESG: the CI attempt's log with DMESG as the
+# first report, CONSOLE as L1's console.
+ci_vcpu_attempt() {
+	printf '%s\nFAIL: vm-boot (VM exited (QEMU status 0) without COMMAND'"'"'s status, kernel 6.1.0-57)\nFAIL: e2e sqcq/sqcq qemu-trixie l2-run (nested.sh status 125)\nFAIL: vm-kernel-log (lockup, RCU-stall: watchdog: BUG: soft lockup - CPU#1 stuck for 45s! [qemu-system-x86:269]; tainted 28672 (L))\n---- last kernel log lines (kernel 6.1.0-57, dmesg) ----\n[  148.16] vhost_scsi_sqcq: dev1: endpoint naa.5001405e2e000001 cleared\n----\n---- first report (kernel 6.1.0-57, dmesg, line 390) ----\n%s\n----\n' \
+		"$ok_lines" "$2" >"$d/log"
+	printf 'booting\n%s\n' "$1" | sed 's/$/\r/' >"$d/results/console.log"
+}
+attempt vcpu-run-lockup-ci
+ci_vcpu_attempt "$vcpu_console" "$vcpu_dmesg"
+expect_repeat "L2's vCPU thread in KVM_RUN, frames in dmesg only, a stale word of ours"
+attempt vcpu-run-lockup-ci-other-task
+ci_vcpu_attempt "${vcpu_console/qemu-system-x86:269/vhost-269:271}" "$vcpu_dmesg"
+expect_ours "the console's lockup is another task than dmesg's vCPU thread"
+attempt vcpu-run-lockup-ci-own-frame
+ci_vcpu_attempt "$vcpu_console" "${vcpu_dmesg/\? vhost_poll_wakeup/vhost_poll_wakeup}"
+expect_ours "a reliable frame of ours in the vCPU thread's trace"
+# L1 froze after its L2 passed (CI 2026-12-05, the in-tree pair): its
+# console shows khugepaged blocked, nothing else. Repeated; a blocked
+# QEMU beside it, or khugepaged blocked with L1 alive, fails.
+mm_hung='[  250.12] INFO: task khugepaged:35 blocked for more than 120 seconds.
+[  250.12]       Tainted: G           OE      6.1.0-57-amd64 #1 Debian 6.1.192-3
+[  250.12] "echo 0 > /proc/sys/kernel/hung_task_timeout_secs" disables this message.'
+# frozen_attempt CONSOLE [STALL]: L1's console CONSOLE, the watchdog's
+# stall file when STALL is 1.
+frozen_attempt() {
+	printf '%s\nFAIL: vm-boot (VM exited (QEMU status 0) without COMMAND'"'"'s status, kernel 6.1.0-57)\nFAIL: vm-kernel-log (hung-task: INFO: task khugepaged:35 blocked for more than 120 seconds.\n)\n' \
+		"$ok_lines" >"$d/log"
+	if [ "${2:-1}" = 1 ]; then
+		echo "FAIL: e2e takeover/intree 6.1.0-57 L1 stalled (no heartbeat for 246 s; frozen emulator?)" >"$d/stall"
+		cat "$d/stall" >>"$d/log"
+	fi
+	printf 'booting\n%s\n' "$1" >"$d/results/console.log"
+}
+attempt l1-frozen-khugepaged
+frozen_attempt "$mm_hung"
+expect_repeat "L1 frozen, khugepaged blocked"
+attempt l1-frozen-qemu-hung
+frozen_attempt "$mm_hung
+[  250.13] INFO: task qemu-system-x86:269 blocked for more than 120 seconds."
+expect_ours "L1 frozen, QEMU blocked beside khugepaged"
+attempt khugepaged-l1-alive
+frozen_attempt "$mm_hung" 0
+expect_ours "khugepaged blocked, L1 not frozen"
 exit $((fails > 0))
