@@ -387,6 +387,15 @@ int __vhost_doorbells_attach(struct vhost_dev *dev,
 			    unsigned int first_vq, unsigned int nq,
 			    u32 flags);
 /**
+ * vhost_doorbells_kicked() - a kick arrived for a ring with an SQ doorbell
+ * @sq: the ring's SQ doorbell (vq->sq), read under an RCU read section
+ *
+ * Called by the kick eventfd's wakeup callback before it wakes anyone:
+ * withdraws SQ NEED_WAKEUP so that the guest stops kicking while the wakeup
+ * is on its way.  See the function for the ordering it needs.
+ */
+void vhost_doorbells_kicked(struct vring_sq *sq);
+/**
  * __vhost_doorbells_detach() - stop polling for good and unmap the area
  * @dev: the device; poll_lock held
  * @why: for the log line

@@ -786,19 +786,30 @@ static int vhost_kick_wake(wait_queue_entry_t *wait, unsigned int mode,
 			   int sync, void *key)
 {
 	struct vhost_vq *vq = container_of(wait, struct vhost_vq, kick_wait);
+	struct vring_sq *sq;
 
 	if (!(key_to_poll(key) & EPOLLIN))
 		return 0;
 	/* Wakeups of one eventfd are serialised by its wait-queue lock. */
 	WRITE_ONCE(vq->stat_kicks, vq->stat_kicks + 1);
-	vhost_vq_queue_work(vq);
 	/*
 	 * The guest kicks a polled queue only while the poll thread asks
-	 * for it (SQ NEED_WAKEUP: it sleeps or yields).  It must poll again
-	 * and stop asking, also when another worker serves the queue.  A
-	 * racy read: a spare wakeup is harmless.
+	 * for it (SQ NEED_WAKEUP: it sleeps, yields or is parked): stop
+	 * asking before the wakeups below (vhost_doorbells_kicked() says
+	 * why that order).  The read section keeps the area mapped
+	 * (__vhost_doorbells_detach() waits for it).
 	 */
-	if (READ_ONCE(vq->sq))
+	rcu_read_lock();
+	sq = READ_ONCE(vq->sq);
+	if (sq)
+		vhost_doorbells_kicked(sq);
+	rcu_read_unlock();
+	vhost_vq_queue_work(vq);
+	/*
+	 * The poll thread must poll again, also when another worker
+	 * serves the queue.  A racy read: a spare wakeup is harmless.
+	 */
+	if (sq)
 		vhost_vq_wake_poller(vq);
 	return 0;
 }

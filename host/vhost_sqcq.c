@@ -144,7 +144,6 @@ fail:
 bool __vhost_doorbells_detach(struct vhost_dev *dev, const char *why)
 {
 	struct vhost_doorbells *db = dev->db;
-	bool others = false;
 	unsigned int i;
 
 	lockdep_assert_held(&dev->poll_lock);
@@ -160,19 +159,16 @@ bool __vhost_doorbells_detach(struct vhost_dev *dev, const char *why)
 				  VRING_SQ_F_STOPPED);
 		WRITE_ONCE(vq->sq, NULL);
 		WRITE_ONCE(vq->cq, NULL);
-		/* Another worker than the poll thread (none: no one is in). */
-		if (vhost_vq_worker_id(vq) > 0)
-			others = true;
 	}
 	WRITE_ONCE(dev->db, NULL);
 	/*
-	 * A worker of its own publishes its queue's CQ doorbell inside an
-	 * RCU read section (vhost_vq_notify()), not under poll_lock: wait
-	 * for it to leave the area.  A queue that moved back to the poll
-	 * thread took its mutex, so its old worker is out already.
+	 * Two writers reach the area without poll_lock, each inside an RCU
+	 * read section: a kick's wakeup callback withdrawing SQ NEED_WAKEUP
+	 * (vhost_doorbells_kicked()), and a worker of its own publishing
+	 * its queue's CQ doorbell (vhost_vq_notify()).  Wait for both to
+	 * leave the area before it goes.
 	 */
-	if (others)
-		synchronize_rcu();
+	synchronize_rcu();
 	vhost_db_free(db);
 	vhost_dev_log(dev, KERN_INFO, "owner %d: SQ/CQ stopped (%s), queues back to classic\n",
 		      dev->owner_pid, why);
@@ -387,6 +383,56 @@ static void vhost_doorbells_awake(struct vhost_dev *dev)
 
 		if (sqcq_load16(flags) & VRING_SQ_F_NEED_WAKEUP)
 			sqcq_clear_need_wakeup(flags, VRING_SQ_F_NEED_WAKEUP);
+	}
+}
+
+/*
+ * The guest kicked a ring whose SQ doorbell is installed: its poller asked
+ * for that (SQ NEED_WAKEUP: it sleeps, yields or is parked) and is about
+ * to be woken.  Without more, the flag stays set until the woken poller's
+ * next pass clears it (vhost_doorbells_awake()), and the guest kicks for
+ * every request it publishes meanwhile, where classic's avail_event asks
+ * for one kick a sleep (bench/RESULTS.md, 2026-12-05: +0.15-0.20 exits
+ * per I/O at QD32).  So the kick withdraws the flag at once.
+ *
+ * Only a word that is NEED_WAKEUP alone is cleared: teardown's NEED_WAKEUP
+ * | STOPPED stays for good (docs/protocol.md section 5).  The flags share
+ * a 32-bit word with the guest's index, and a locked compare-and-exchange
+ * of that word is atomic against the guest's index store and the poller's
+ * own flag stores (it fails if either came between; a few tries, then the
+ * flag stays set: one spare kick, nothing lost).  It is also a full
+ * barrier that orders the clear before the wakeup our caller sends next
+ * (the pending bit's test_and_set_bit(), or wake_up_process()): every
+ * clear is followed by a wakeup, after which the poller passes over the
+ * index and sets the flag again only through sqcq_prepare_sleep(), whose
+ * re-check pairs with the guest's sqcq_publish().  Waking first could
+ * clear the flag of the poller's next sleep: a lost kick (tests/model:
+ * kick_wake_first; correct_kick_clear checks this order).
+ *
+ * The area stays mapped while our caller is in its RCU read section:
+ * __vhost_doorbells_detach() clears vq->sq and waits for a grace period
+ * before it unmaps.
+ */
+void vhost_doorbells_kicked(struct vring_sq *sq)
+{
+	u32 *word = (u32 *)sq;
+	u32 old = READ_ONCE(*word), prev;
+	union {
+		struct vring_sq sq;
+		u32 word;
+	} want;
+	int tries;
+
+	BUILD_BUG_ON(sizeof(struct vring_sq) != sizeof(u32));
+	for (tries = 0; tries < 4; tries++) {
+		want.word = old;
+		if (want.sq.flags != cpu_to_le16(VRING_SQ_F_NEED_WAKEUP))
+			return;
+		want.sq.flags = 0;
+		prev = cmpxchg(word, old, want.word);
+		if (prev == old)
+			return;
+		old = prev;
 	}
 }
 

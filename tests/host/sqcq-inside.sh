@@ -273,6 +273,22 @@ check "serve-only: notifications per request at most classic's + 0.05 ($((kk + c
 	awk -v n=$((kk + cl)) -v r="${req:-0}" -v cn="$cnote" -v cr="${creq:-0}" \
 	'BEGIN { exit !(r > 0 && cr > 0 && n / r <= cn / cr + 0.05) }'
 
+# A kick withdraws SQ NEED_WAKEUP at once (vhost_doorbells_kicked()), so
+# a client that publishes each request on its own (-1) kicks at most once
+# for each time the sleeping worker asked for it (plus 10 % and 2 for
+# the re-checks that find work after the flag was up, and the area's
+# initial flag); before, it kicked for every request it published until
+# the woken worker ran and cleared the flag.
+echo 200000 >$P/poll_idle_us
+out=$(timeout 300 "$CLIENT" /dev/vhost-scsi-sqcq $W -s -q 1 -d 8 -1 -m read \
+	-n 4000 -i 200000 -D 2>&1); rc=$?
+echo 20000 >$P/poll_idle_us
+res=$(echo "$out" | grep '^ios=')
+kk=$(field kicks "$res") sl=$(dbg_val poll_sleeps "$out")
+echo "  serve-only, one request a publish: $res; worker sleeps $sl"
+check "serve-only, one request a publish: at most one kick for each worker sleep (kicks $kk, sleeps $sl, rc $rc, $(field ios "$res") I/Os, errors $(field errors "$res"))" \
+	[ "$rc" = 0 -a "$(field errors "$res")" = 0 -a "${sl:-0}" -gt 0 -a "${kk:-x}" -le $((${sl:-0} + ${sl:-0} / 10 + 2)) ]
+
 section 3b
 # 3b. Queues on workers of their own (vhost-io -W, as QEMU's
 # worker_per_virtqueue=true: vq 3..5 each on a worker, vq 2 on the default

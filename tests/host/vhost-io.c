@@ -27,7 +27,10 @@
  * the first a worker of its own before anything else, as QEMU does with
  * worker_per_virtqueue=true (VHOST_NEW_WORKER, VHOST_ATTACH_VRING_WORKER;
  * the new workers' ids go to stderr).  -D prints this device's debugfs
- * "queues" file of vhost_scsi_sqcq before closing.  -C runs the SQ/CQ setup
+ * "queues" file of vhost_scsi_sqcq before closing.  -1 publishes each
+ * request on its own, as a driver whose requests come one at a time does
+ * (the default publishes what a pass over the completions posted, once).
+ * -C runs the SQ/CQ setup
  * checks (good and malformed requests; PASS:/FAIL: lines) instead of I/O.
  * SIGUSR1 ends the run as its time limit would (a test that needs the load
  * only until its checks are done).
@@ -850,7 +853,7 @@ static void on_sigusr1(int sig)
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: vhost-io NODE WWPN [-q QUEUES] [-d DEPTH] [-t SECONDS | -n IOS] [-m read|write|verify] [-T TARGET] [-L LUN] [-s] [-i IDLE_US] [-p PAUSE_MS] [-g GAP_MS] [-W] [-D] [-C]\n");
+	fprintf(stderr, "usage: vhost-io NODE WWPN [-q QUEUES] [-d DEPTH] [-t SECONDS | -n IOS] [-m read|write|verify] [-T TARGET] [-L LUN] [-s] [-i IDLE_US] [-p PAUSE_MS] [-g GAP_MS] [-W] [-D] [-C] [-1]\n");
 	exit(2);
 }
 
@@ -862,12 +865,13 @@ int main(int argc, char **argv)
 	double secs = 5, t0, t1, idle_since = 0, client_idle = 0.001;
 	double pause_ms = 0, pause_at, pause_end = 0;
 	useconds_t gap_us = 0;	/* -g: think time before each resubmission */
+	int one_by_one = 0;	/* -1: publish (and kick) each request alone */
 	unsigned long long sleeps = 0, max_ios = 0;
 	int fd, use_sqcq = 0, dump = 0, checks = 0, paused = 0, c, own = 0;
 	unsigned int cycles = 0;
 	struct pollfd pfd[MAXQ];
 
-	while ((c = getopt(argc, argv, "q:d:t:n:m:T:L:si:p:g:WDCR:")) != -1) {
+	while ((c = getopt(argc, argv, "q:d:t:n:m:T:L:si:p:g:WDCR:1")) != -1) {
 		switch (c) {
 		case 'q': nq = atoi(optarg); break;
 		case 'd': depth = atoi(optarg); break;
@@ -887,6 +891,7 @@ int main(int argc, char **argv)
 		case 'D': dump = 1; break;
 		case 'C': checks = 1; use_sqcq = 1; break;
 		case 'R': cycles = strtoul(optarg, NULL, 0); break;
+		case '1': one_by_one = 1; break;
 		default: usage();
 		}
 	}
@@ -936,9 +941,13 @@ int main(int argc, char **argv)
 
 	srandom(1);
 	for (i = 0; i < nq; i++) {
-		for (s = 0; s < depth; s++)
+		for (s = 0; s < depth; s++) {
 			slot_post(&qs[i], i, s);
-		publish_and_kick(&qs[i]);
+			if (one_by_one)
+				publish_and_kick(&qs[i]);
+		}
+		if (!one_by_one)
+			publish_and_kick(&qs[i]);
 		pfd[i].fd = qs[i].call;
 		pfd[i].events = POLLIN;
 	}
@@ -1019,7 +1028,10 @@ int main(int argc, char **argv)
 					if (gap_us)
 						usleep(gap_us);
 					slot_post(q, i, sl);
-					posted++;
+					if (one_by_one)
+						publish_and_kick(q);
+					else
+						posted++;
 				} else if (!done) {
 					held[i][nheld[i]++] = sl;
 				}

@@ -23,6 +23,11 @@
 #                            barrier -> error (also .deadlock)
 #   no_{recheck,consumer_mb}_shared  the shared poller's handshake broken
 #                            -> error
+#   correct_kick_clear       the host's kick handler clears SQ_NEED_WAKEUP
+#                            before it wakes the poller (also _liveness,
+#                            _shared): 0 errors
+#   kick_wake_first          it wakes first, then clears -> error (also
+#                            .deadlock)
 #   correct_liveness         LTL <>(all completed), acceptance cycles, weak
 #                            fairness (N=2, QD=1)
 #   vacuity                  every interesting point is reachable in the
@@ -165,6 +170,13 @@ add no_park_mb_shared lost-sq "-DSHARED -DBROKEN_PARK_MB=1" "$DEPTH" "-O0 -DSAFE
 add no_park_mb_shared.deadlock deadlock "-DSHARED -DBROKEN_PARK_MB=1 -DNO_MONITOR" "$DEPTH" "-O0 -DSAFETY"
 add no_recheck_shared lost-sq "-DSHARED -DBROKEN_RECHECK=1" "$DEPTH" "-O0 -DSAFETY"
 add no_consumer_mb_shared lost-sq "-DSHARED -DBROKEN_CONSUMER_MB=1" "$DEPTH" "-O0 -DSAFETY"
+# The host's kick handler clears SQ_NEED_WAKEUP before it wakes the
+# poller (vhost_kick_wake()); waking first loses a wakeup.
+add correct_kick_clear ok "-DKICK_CLEAR" "$DEPTH" "-O0 -DSAFETY"
+add correct_kick_clear_liveness ok "-DKICK_CLEAR -DLIVENESS -DN=2 -DQD=1" "-a -f $DEPTH" "-O0 -DNFAIR=3"
+add correct_kick_clear_shared ok "-DKICK_CLEAR -DSHARED" "$DEPTH" "-O0 -DSAFETY"
+add kick_wake_first lost-sq "-DKICK_CLEAR -DBROKEN_KICK_ORDER=1" "$DEPTH" "-O0 -DSAFETY"
+add kick_wake_first.deadlock deadlock "-DKICK_CLEAR -DBROKEN_KICK_ORDER=1 -DNO_MONITOR" "$DEPTH" "-O0 -DSAFETY"
 add vacuity reach "-DREACH=99" "-c0 $DEPTH" "-O0 -DSAFETY"
 for m in producer_mb consumer_mb recheck stop_mb; do
 	M=${m^^}

@@ -69,6 +69,14 @@
  *   BROKEN_PARK_MB      (SHARED) the worker parks without the full barrier
  *                       of set_current_state(): its clear of SQ_NEED_WAKEUP
  *                       may still sit in its store buffer
+ *   KICK_CLEAR          the host's kick handler (vhost_kick_wake(), on the
+ *                       kicking vCPU thread's CPU) clears SQ_NEED_WAKEUP
+ *                       with a locked compare-and-exchange (NEED alone ->
+ *                       0, never STOPPED) before it wakes the poller, so
+ *                       that the guest stops kicking while the wakeup is on
+ *                       its way; with BROKEN_KICK_ORDER it wakes first and
+ *                       clears after (the clear can land on the flag of the
+ *                       poller's next sleep)
  * Other knobs: N (requests, default 3), QD (queue depth, default 2), SB
  * (store buffer entries, default 2), NO_STOP (no graceful stop path),
  * SPLIT_HOST, LIVENESS, NO_MONITOR (leave the lost-wakeup assertion out, so
@@ -99,6 +107,10 @@
 #endif
 #ifndef BROKEN_PARK_MB
 #define BROKEN_PARK_MB		0
+#endif
+
+#ifndef BROKEN_KICK_ORDER
+#define BROKEN_KICK_ORDER	0
 #endif
 
 #ifndef REACH
@@ -152,6 +164,15 @@ storebuf sb[NCPU];
  * eventfd counter that the sleeper reads to zero.
  */
 bool kick, irq;
+#ifdef KICK_CLEAR
+/* The guest's MMIO kick, not yet through the host's kick handler. */
+bool kick_raw;
+#define SQ_NOTE	kick_raw
+#define KICK_PENDING	(kick || kick_raw)
+#else
+#define SQ_NOTE	kick
+#define KICK_PENDING	kick
+#endif
 
 /* Consumers' progress: last index processed.  g_seen is also how the guest
  * submitter learns of completions (guest-internal, locked: SC).
@@ -174,9 +195,9 @@ byte finished;
  */
 bool parked, handoff, glock;
 /* Asleep and nobody watching: parked means the shared poller will look. */
-#define LOST_SQ	(h_sleep && !parked && !kick && !handoff && sq_decided > h_seen)
+#define LOST_SQ	(h_sleep && !parked && !KICK_PENDING && !handoff && sq_decided > h_seen)
 #else
-#define LOST_SQ	(h_sleep && !kick && sq_decided > h_seen)
+#define LOST_SQ	(h_sleep && !KICK_PENDING && sq_decided > h_seen)
 #endif
 #define LOST_CQ	(g_sleep && !irq && cq_decided > g_seen)
 
@@ -307,7 +328,7 @@ proctype guest_sub()
 	do
 	:: i < N && i - g_seen < QD ->
 		i++;
-		publish(G_SUB, SQ_IDX, SQ_FLAGS, i, kick, sq_decided, DIR_SQ)
+		publish(G_SUB, SQ_IDX, SQ_FLAGS, i, SQ_NOTE, sq_decided, DIR_SQ)
 	:: i == N -> break
 	od;
 	finished++
@@ -436,6 +457,28 @@ end:	do
 }
 #endif
 
+#ifdef KICK_CLEAR
+/*
+ * The host's kick handler: takes the guest's kick (the eventfd's wakeup
+ * callback), clears SQ_NEED_WAKEUP if it is NEED alone (a locked cmpxchg:
+ * atomic on memory, a full barrier; the handler stores nothing else, so
+ * its store buffer stays empty), then wakes the poller.  The kick stays
+ * pending (kick_raw) until the wakeup is sent, as the eventfd's counter
+ * does.
+ */
+#define KICK_CAS	d_step { if :: mem[SQ_FLAGS] == NEED -> mem[SQ_FLAGS] = 0 :: else -> skip fi }
+proctype kickwake()
+{
+end:	do
+	:: kick_raw ->
+		if
+		:: BROKEN_KICK_ORDER -> d_step { kick_raw = 0; kick = 1 }; KICK_CAS
+		:: else -> KICK_CAS; d_step { kick_raw = 0; kick = 1 }
+		fi
+	od
+}
+#endif
+
 #ifdef SPLIT_HOST
 /* Host completion worker on another CPU, handed work by the poller through
  * host-internal (locked, SC) state.
@@ -536,6 +579,9 @@ init {
 #endif
 #ifdef SHARED
 		run spoll();
+#endif
+#ifdef KICK_CLEAR
+		run kickwake();
 #endif
 		run guest_poll()
 	}
