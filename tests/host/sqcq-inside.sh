@@ -281,7 +281,7 @@ check "serve-only: notifications per request at most classic's + 0.05 ($((kk + c
 # the woken worker ran and cleared the flag.
 echo 200000 >$P/poll_idle_us
 out=$(timeout 300 "$CLIENT" /dev/vhost-scsi-sqcq $W -s -q 1 -d 8 -1 -m read \
-	-n 4000 -i 200000 -D 2>&1); rc=$?
+	-n $((LOAD / 5)) -i 200000 -D 2>&1); rc=$?
 echo 20000 >$P/poll_idle_us
 res=$(echo "$out" | grep '^ios=')
 kk=$(field kicks "$res") sl=$(dbg_val poll_sleeps "$out")
