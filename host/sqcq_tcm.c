@@ -69,6 +69,41 @@
  */
 #define SQCQ_CAW_MAX_BYTES	(2 * 4096u)
 
+/*
+ * Requests one device may have handed to the target core at a time, all
+ * its request queues together (each queue is also held to its ring size).
+ * A guest can reuse buffers, so without it 128 queues of 32768 entries
+ * could make the host allocate and pin for millions of requests; what is
+ * allocated is charged to the VM's memory cgroup, and this bounds it where
+ * no limit is set.  More are answered BUSY, as a full queue is; the
+ * default covers 64 queues of QEMU's 256 entries.
+ */
+#define SQCQ_INFLIGHT_DEFAULT	16384u
+#define SQCQ_INFLIGHT_MAX	BIT(22)
+static unsigned int max_inflight = SQCQ_INFLIGHT_DEFAULT;
+
+static int vhost_scsi_max_inflight_set(const char *val,
+				       const struct kernel_param *kp)
+{
+	unsigned int v;
+	int ret = kstrtouint(val, 0, &v);
+
+	if (ret)
+		return ret;
+	if (v < 1 || v > SQCQ_INFLIGHT_MAX)
+		return -EINVAL;
+	WRITE_ONCE(max_inflight, v);
+	return 0;
+}
+
+static const struct kernel_param_ops vhost_scsi_max_inflight_ops = {
+	.set = vhost_scsi_max_inflight_set,
+	.get = param_get_uint,
+};
+module_param_cb(max_inflight, &vhost_scsi_max_inflight_ops, &max_inflight, 0644);
+MODULE_PARM_DESC(max_inflight,
+		 "requests one device may have in flight, all queues together; more are answered BUSY (1..4194304, default 16384; rw, checked per request)");
+
 struct vhost_scsi_tport {
 	u8 proto_id;			/* SCSI_PROTOCOL_* */
 	char name[SQCQ_WWPN_MAX + 1];
@@ -485,6 +520,19 @@ static struct vhost_scsi_cmd *vhost_scsi_cmd_alloc(struct vhost_vq *vq,
 		atomic64_inc(&s->stat_busy);
 		pr_warn_ratelimited("dev%d vq %u: %u requests in flight (ring size), BUSY\n",
 				    s->id, vq->index, vq->num);
+		return NULL;
+	}
+	/*
+	 * The device's bound, for the request queues: task management on
+	 * the control queue must still reach the core when they are full.
+	 * Workers of other queues test and count apart, so the count may
+	 * pass the bound by one request per worker.
+	 */
+	if (vq->index >= SQCQ_FIRST_REQ_VQ &&
+	    atomic_read(&s->inflight) >= READ_ONCE(max_inflight)) {
+		atomic64_inc(&s->stat_busy);
+		pr_warn_ratelimited("dev%d: %d requests in flight (max_inflight), BUSY\n",
+				    s->id, atomic_read(&s->inflight));
 		return NULL;
 	}
 	for (k = 0; k < req->in_cnt && have < resp_len; k++)

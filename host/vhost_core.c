@@ -12,6 +12,7 @@
 #include <linux/file.h>
 #include <linux/kthread.h>
 #include <linux/log2.h>
+#include <linux/memcontrol.h>
 #include <linux/mm.h>
 #include <linux/nospec.h>
 #include <linux/overflow.h>
@@ -21,6 +22,7 @@
 #include <linux/slab.h>
 #include <linux/sort.h>
 #include <linux/uaccess.h>
+#include <linux/xarray.h>
 
 #include "sqcq_vhost.h"
 
@@ -519,13 +521,40 @@ static bool vhost_worker_step(void *data)
 	return served;
 }
 
+/*
+ * The memory cgroup a kthread worker charges its allocations to.  The
+ * memory controller charges nothing a kthread allocates, owner's mm and
+ * cgroups or not, unless the thread names a cgroup (current->active_memcg,
+ * which memcg_kmem_bypass() lets through): so the commands, page arrays,
+ * scatterlists and bounce pages of the guest's requests (GFP_KERNEL_ACCOUNT)
+ * go to the cgroup of the owner's mm, looked up again after every sleep as
+ * the VM may have moved.  Task context only (the kthread itself), hence the
+ * field and not set_active_memcg(), whose interrupt branch uses a per-CPU
+ * variable 5.10 does not export.  Returns the reference to put next time.
+ */
+static struct mem_cgroup *vhost_worker_charge_to(struct mm_struct *mm,
+						 struct mem_cgroup *prev)
+{
+#ifdef CONFIG_MEMCG
+	struct mem_cgroup *memcg = get_mem_cgroup_from_mm(mm);
+
+	current->active_memcg = memcg;
+	mem_cgroup_put(prev);
+	return memcg;
+#else
+	return NULL;
+#endif
+}
+
 static int vhost_worker_kthread(void *data)
 {
 	struct vhost_worker *w = data;
 	struct mm_struct *mm = w->dev->mm;
+	struct mem_cgroup *memcg;
 
 	/* dev->mm is set before any worker starts and put after all stop. */
 	kthread_use_mm(mm);
+	memcg = vhost_worker_charge_to(mm, NULL);
 	while (!kthread_should_stop()) {
 		if (vhost_worker_step(w))
 			continue;
@@ -535,7 +564,12 @@ static int vhost_worker_kthread(void *data)
 			break;
 		}
 		schedule();
+		memcg = vhost_worker_charge_to(mm, memcg);
 	}
+#ifdef CONFIG_MEMCG
+	current->active_memcg = NULL;
+#endif
+	mem_cgroup_put(memcg);
 	kthread_unuse_mm(mm);
 	return 0;
 }
@@ -600,6 +634,68 @@ static void vhost_worker_reap(struct work_struct *work)
 }
 
 /*
+ * Kthread workers per owner process, all its devices together.  A thread
+ * of the owner (vhost_task) counts against the owner's RLIMIT_NPROC and
+ * its cgroup's pids.max like any thread; a kthread counts against neither,
+ * so without a bound one process could make us start 130 of them per
+ * device it opens.  At most what one device can use (a worker per queue)
+ * and twice the CPUs besides (a second device, QEMU's controllers with a
+ * worker each): more cannot run at once anyway.  Keyed by the owner's tgid as SET_OWNER saw
+ * it (a worker may outlive its owner until the last close: a new process
+ * with the pid shares the count meanwhile, which errs on the safe side).
+ */
+static DEFINE_XARRAY(vhost_owner_kthreads);
+static DEFINE_MUTEX(vhost_owner_kthreads_lock);
+
+static unsigned long vhost_owner_kthreads_max(unsigned int nvqs)
+{
+	return nvqs + 2 * num_possible_cpus();
+}
+
+/*
+ * Count one more kthread for @owner, whose devices have @nvqs queues;
+ * -EAGAIN at the bound.
+ */
+static int vhost_owner_kthread_get(pid_t owner, unsigned int nvqs)
+{
+	unsigned long n = 0;
+	void *e;
+	int ret;
+
+	mutex_lock(&vhost_owner_kthreads_lock);
+	e = xa_load(&vhost_owner_kthreads, owner);
+	if (e)
+		n = xa_to_value(e);
+	if (n >= vhost_owner_kthreads_max(nvqs))
+		ret = -EAGAIN;
+	else
+		ret = xa_err(xa_store(&vhost_owner_kthreads, owner,
+				      xa_mk_value(n + 1), GFP_KERNEL_ACCOUNT));
+	mutex_unlock(&vhost_owner_kthreads_lock);
+	if (ret == -EAGAIN)
+		pr_warn_ratelimited("owner %d: %lu worker kthreads already, no more\n",
+				    owner, n);
+	return ret;
+}
+
+static void vhost_owner_kthread_put(pid_t owner)
+{
+	unsigned long n;
+	void *e;
+
+	mutex_lock(&vhost_owner_kthreads_lock);
+	e = xa_load(&vhost_owner_kthreads, owner);
+	n = e ? xa_to_value(e) : 0;
+	if (WARN_ON_ONCE(!n) || n == 1)
+		xa_erase(&vhost_owner_kthreads, owner);
+	else
+		/* Replaces an entry: allocates nothing, cannot fail. */
+		xa_store(&vhost_owner_kthreads, owner, xa_mk_value(n - 1),
+			 GFP_KERNEL);
+	mutex_unlock(&vhost_owner_kthreads_lock);
+}
+
+/*
  * Start a worker in slot @id of dev->workers, as a thread of the caller
  * (the owner) where the kernel has vhost_task, else as a kthread in the
  * caller's cgroups.  dev->mutex held, dev->mm set.
@@ -640,26 +736,32 @@ static struct vhost_worker *vhost_worker_create(struct vhost_dev *dev,
 		ret = vtsk ? PTR_ERR(vtsk) : -ENOMEM;
 		goto free;
 	}
+	ret = vhost_owner_kthread_get(dev->owner_pid, dev->nvqs);
+	if (ret)
+		goto free;
 	kt = kthread_create(vhost_worker_kthread, w, "%s", name);
 	if (IS_ERR(kt)) {
 		ret = PTR_ERR(kt);
-		goto free;
+		goto uncount;
 	}
 	/*
 	 * The worker works for the owner: put it in the owner's cgroups, so
-	 * its CPU time and the memory it allocates for the guest
-	 * (GFP_KERNEL_ACCOUNT) are charged to the VM, not to the host.
+	 * its CPU time is charged to the VM, not to the host (its memory:
+	 * vhost_worker_charge_to()).
 	 */
 	ret = cgroup_attach_task_all(current, kt);
 	if (ret) {
 		kthread_stop(kt);
-		goto free;
+		goto uncount;
 	}
 	w->kthread = kt;
+	w->kthread_owner = dev->owner_pid;
 	wake_up_process(kt);
 done:
 	dev->workers[id] = w;
 	return w;
+uncount:
+	vhost_owner_kthread_put(dev->owner_pid);
 free:
 	bitmap_free(w->pending);
 	kfree(w);
@@ -679,8 +781,10 @@ static void vhost_worker_free(struct vhost_dev *dev, struct vhost_worker *w)
 
 	lockdep_assert_held(&dev->mutex);
 	WARN_ON_ONCE(w->attached);
-	if (w->kthread)
+	if (w->kthread) {
 		kthread_stop(w->kthread);
+		vhost_owner_kthread_put(w->kthread_owner);
+	}
 	if (w->vtsk) {
 		/* Leaves the poll loop if it is in it; see vhost_worker_should_stop(). */
 		WRITE_ONCE(w->stop, true);

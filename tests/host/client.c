@@ -1772,6 +1772,69 @@ static unsigned int vring_worker(int fd, unsigned int index)
 	return vw.index == index ? vw.worker_id : ~0u - 1;
 }
 
+/* CPUs the kernel could bring up (/sys/devices/system/cpu/possible). */
+static int possible_cpus(void)
+{
+	char buf[256], *p = buf;
+	int n = 0, a, b, k;
+
+	if (!read_file("/sys/devices/system/cpu/possible", buf, sizeof(buf)))
+		return -1;
+	while (sscanf(p, "%d%n", &a, &k) == 1) {
+		p += k;
+		b = a;
+		if (*p == '-' && sscanf(p + 1, "%d%n", &b, &k) == 1)
+			p += 1 + k;
+		n += b - a + 1;
+		if (*p != ',')
+			break;
+		p++;
+	}
+	return n;
+}
+
+/*
+ * Kthread workers (kernels without vhost_task) count against no limit of
+ * the owner's, so the module bounds them per owner, all its devices
+ * together: NVQS + 2 x the possible CPUs.  This process has @have
+ * workers (a device at its NVQS, the main device's default one): a second
+ * device's SET_OWNER and NEW_WORKERs get to the bound, then EAGAIN; once
+ * that device is closed its count is free again.
+ */
+static void test_owner_kthreads(int have)
+{
+	int cap = NVQS + 2 * possible_cpus(), fd2, got, err, kt;
+	unsigned int id, n = 0;
+
+	fd2 = open(node, O_RDWR | O_CLOEXEC);
+	if (fd2 < 0 || ioctl(fd2, VHOST_SET_OWNER)) {
+		result(false, "owner-kthreads-second-device", "%s", strerror(errno));
+		if (fd2 >= 0)
+			close(fd2);
+		return;
+	}
+	while (n < NVQS && !new_worker(fd2, &id))
+		n++;
+	err = errno;
+	my_workers(NULL, &kt);
+	got = have + 1 + (int)n;
+	printf("# owner kthreads: %d before, %u more on a second device, then %s (%d kthreads of ours)\n",
+	       have, n + 1, strerror(err), kt);
+	result(got == cap && kt == cap && err == EAGAIN,
+	       "owner-kthreads-bounded-eagain",
+	       "%d workers (%d kthreads), wanted %d (NVQS + 2 x %d CPUs), then %s",
+	       got, kt, cap, possible_cpus(), strerror(err));
+	close(fd2);
+	result(my_workers_are(have), "owner-kthreads-closed-device-stops",
+	       "%d workers, wanted %d", my_workers(NULL, NULL), have);
+	fd2 = open(node, O_RDWR | O_CLOEXEC);
+	expect("owner-kthreads-free-again-after-close",
+	       fd2 >= 0 ? ioctl(fd2, VHOST_SET_OWNER) : -1, 0);
+	if (fd2 >= 0)
+		close(fd2);
+	my_workers_are(have);
+}
+
 /*
  * The worker ioctls (upstream's VHOST_NEW_WORKER, FREE_WORKER,
  * ATTACH/GET_VRING_WORKER) on a device of its own: EINVAL before
@@ -1918,6 +1981,8 @@ static void test_workers(void)
 	for (i = 0, ok = true; i < n && i < 8; i++)
 		ok &= attach_worker(fd, 6 + i, extra[i]) == 0;
 	result(ok, "attach-vring-worker-extra", "%s", strerror(errno));
+	if (kt > kt0)
+		test_owner_kthreads(base + 3 + (int)n);
 
 	expect("workers-reset-owner", ioctl(fd, VHOST_RESET_OWNER), 0);
 	result(my_workers_are(base), "reset-owner-stops-every-worker",
@@ -4982,6 +5047,13 @@ int main(int argc, char **argv)
 		return memcg_main(argc - 2, argv + 2);
 	if (argc > 1 && !strcmp(argv[1], "cpuset"))
 		return cpuset_main(argc - 2, argv + 2);
+	/* client workers NODE: the worker ioctls alone (tests/host/limits-inside.sh). */
+	if (argc > 2 && !strcmp(argv[1], "workers")) {
+		node = argv[2];
+		test_workers();
+		printf("host client: %d passed, %d failed\n", passed, failed);
+		return failed ? 1 : 0;
+	}
 	if (argc > 1)
 		node = argv[1];
 	fd = open(node, O_RDWR | O_CLOEXEC);

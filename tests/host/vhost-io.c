@@ -8,7 +8,7 @@
  *
  *   vhost-io NODE WWPN [-q QUEUES] [-d DEPTH] [-t SECONDS | -n IOS]
  *            [-m read|write|verify] [-T TARGET] [-L LUN] [-s] [-i IDLE_US]
- *            [-p PAUSE_MS] [-g GAP_MS] [-W] [-D] [-C]
+ *            [-p PAUSE_MS] [-g GAP_MS] [-W] [-D] [-C] [-1] [-M MS]
  *
  * DEPTH requests (1..85) stay in flight on each of QUEUES request queues
  * (1..16); each is a READ(10)/WRITE(10) of 4 KiB, three descriptors
@@ -30,7 +30,12 @@
  * "queues" file of vhost_scsi_sqcq before closing.  -1 publishes each
  * request on its own, as a driver whose requests come one at a time does
  * (the default publishes what a pass over the completions posted, once).
- * -C runs the SQ/CQ setup
+ * -M waits MS milliseconds once the first requests of every queue are
+ * published and prints the kernel memory charged to this process's memory
+ * cgroup then and before they were published (memory.stat, slab bytes),
+ * with the requests completed by then: against a backstore slower than MS,
+ * what the host allocated for the requests in flight shows as the
+ * difference (tests/host/memcg-inside.sh).  -C runs the SQ/CQ setup
  * checks (good and malformed requests; PASS:/FAIL: lines) instead of I/O.
  * SIGUSR1 ends the run as its time limit would (a test that needs the load
  * only until its checks are done).
@@ -842,6 +847,37 @@ static int setup_close_cycles(const char *node, const char *wwpn,
 	return accepted == (n + 1) / 2 ? 0 : 1;
 }
 
+/*
+ * Slab bytes charged to this process's memory cgroup (cgroup v2), from
+ * memory.stat; -1 when there is none.
+ */
+static long long memcg_slab(void)
+{
+	char line[512], path[600];
+	long long r = -1, v;
+	FILE *f;
+
+	f = fopen("/proc/self/cgroup", "r");
+	if (!f)
+		return -1;
+	if (!fgets(line, sizeof(line), f) || strncmp(line, "0::", 3)) {
+		fclose(f);
+		return -1;
+	}
+	fclose(f);
+	line[strcspn(line, "\n")] = '\0';
+	snprintf(path, sizeof(path), "/sys/fs/cgroup%s/memory.stat",
+		 strcmp(line + 3, "/") ? line + 3 : "");
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "slab %lld", &v) == 1)
+			r = v;
+	fclose(f);
+	return r;
+}
+
 /* SIGUSR1: end the run as at its time limit (drain, check, print). */
 static volatile sig_atomic_t stop_now;
 
@@ -853,7 +889,7 @@ static void on_sigusr1(int sig)
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: vhost-io NODE WWPN [-q QUEUES] [-d DEPTH] [-t SECONDS | -n IOS] [-m read|write|verify] [-T TARGET] [-L LUN] [-s] [-i IDLE_US] [-p PAUSE_MS] [-g GAP_MS] [-W] [-D] [-C] [-1]\n");
+	fprintf(stderr, "usage: vhost-io NODE WWPN [-q QUEUES] [-d DEPTH] [-t SECONDS | -n IOS] [-m read|write|verify] [-T TARGET] [-L LUN] [-s] [-i IDLE_US] [-p PAUSE_MS] [-g GAP_MS] [-W] [-D] [-C] [-1] [-M MS]\n");
 	exit(2);
 }
 
@@ -870,8 +906,10 @@ int main(int argc, char **argv)
 	int fd, use_sqcq = 0, dump = 0, checks = 0, paused = 0, c, own = 0;
 	unsigned int cycles = 0;
 	struct pollfd pfd[MAXQ];
+	double memcg_wait_ms = 0;	/* -M */
+	long long slab0 = 0;
 
-	while ((c = getopt(argc, argv, "q:d:t:n:m:T:L:si:p:g:WDCR:1")) != -1) {
+	while ((c = getopt(argc, argv, "q:d:t:n:m:T:L:si:p:g:WDCR:1M:")) != -1) {
 		switch (c) {
 		case 'q': nq = atoi(optarg); break;
 		case 'd': depth = atoi(optarg); break;
@@ -892,6 +930,7 @@ int main(int argc, char **argv)
 		case 'C': checks = 1; use_sqcq = 1; break;
 		case 'R': cycles = strtoul(optarg, NULL, 0); break;
 		case '1': one_by_one = 1; break;
+		case 'M': memcg_wait_ms = atof(optarg); break;
 		default: usage();
 		}
 	}
@@ -940,6 +979,8 @@ int main(int argc, char **argv)
 	}
 
 	srandom(1);
+	if (memcg_wait_ms)
+		slab0 = memcg_slab();
 	for (i = 0; i < nq; i++) {
 		for (s = 0; s < depth; s++) {
 			slot_post(&qs[i], i, s);
@@ -950,6 +991,18 @@ int main(int argc, char **argv)
 			publish_and_kick(&qs[i]);
 		pfd[i].fd = qs[i].call;
 		pfd[i].events = POLLIN;
+	}
+	if (memcg_wait_ms) {
+		unsigned int completed = 0;
+
+		usleep((useconds_t)(memcg_wait_ms * 1000));
+		for (i = 0; i < nq; i++)
+			completed += (uint16_t)(__atomic_load_n(&qs[i].used->idx,
+							       __ATOMIC_ACQUIRE) -
+						qs[i].used_seen);
+		printf("memcg slab_before=%lld slab_inflight=%lld posted=%u completed=%u\n",
+		       slab0, memcg_slab(), nq * depth, completed);
+		fflush(stdout);
 	}
 
 	signal(SIGUSR1, on_sigusr1);
