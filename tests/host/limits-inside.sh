@@ -15,7 +15,7 @@
 #  1. LUN 0 on a null_blk disk that completes every request 3 s after it
 #     came, through LIO's iblock backstore;
 #  2. vhost-io, the VMM, in a memory cgroup of its own: 16 queues, 64
-#     requests each (1024 in flight), and 1.5 s after it published them the
+#     requests each (1024 in flight), and 2 s after it published them the
 #     cgroup's slab bytes must have grown by at least 512 bytes a request
 #     (a command alone is bigger), none of them completed yet;
 #  3. the requests complete, the run ends clean;
@@ -73,7 +73,7 @@ if [ "$ok" = 1 ] && { grep -qs "^[^ ]* $CG cgroup2 " /proc/mounts || mount -t cg
 	echo "+memory" >$CG/cgroup.subtree_control && mkdir -p $MEMCG; then
 	# shellcheck disable=SC2016
 	out=$(sh -c 'echo $$ >'"$MEMCG"'/cgroup.procs && exec "$0" "$@"' "$IO" \
-		/dev/vhost-scsi-sqcq $W -q $NQ -d $DEPTH -n $((NQ * DEPTH)) -m read -M 1500 2>&1)
+		/dev/vhost-scsi-sqcq $W -q $NQ -d $DEPTH -n $((NQ * DEPTH)) -m read -M 2000 2>&1)
 	rc=$?
 	echo "$out" | sed 's/^/# vhost-io: /'
 	line=$(echo "$out" | grep '^memcg ')
@@ -99,7 +99,7 @@ if [ "$ok" = 1 ] && { grep -qs "^[^ ]* $CG cgroup2 " /proc/mounts || mount -t cg
 	echo 256 >/sys/module/$MOD/parameters/max_inflight
 	# shellcheck disable=SC2016
 	out=$(sh -c 'echo $$ >'"$MEMCG"'/cgroup.procs && exec "$0" "$@"' "$IO" \
-		/dev/vhost-scsi-sqcq $W -q $NQ -d $DEPTH -n $((NQ * DEPTH)) -m read -M 1500 2>&1)
+		/dev/vhost-scsi-sqcq $W -q $NQ -d $DEPTH -n $((NQ * DEPTH)) -m read -M 2000 2>&1)
 	echo "$out" | sed 's/^/# vhost-io (max_inflight=256): /'
 	line=$(echo "$out" | grep '^memcg ')
 	b0=$(field slab_before "$line") b1=$(field slab_inflight "$line")
