@@ -120,7 +120,6 @@ struct vhost_worker {
 	unsigned int id;		/* slot in dev->workers[] */
 	bool poller;			/* the default worker: runs the poll loop */
 	struct task_struct *kthread;
-	pid_t kthread_owner;		/* counted in vhost_owner_kthreads */
 	struct vhost_task *vtsk;
 	bool stop;			/* vtsk: leave the poll loop */
 	bool killed;			/* vtsk died with the owner */

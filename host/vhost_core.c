@@ -640,9 +640,10 @@ static void vhost_worker_reap(struct work_struct *work)
  * so without a bound one process could make us start 130 of them per
  * device it opens.  At most what one device can use (a worker per queue)
  * and twice the CPUs besides (a second device, QEMU's controllers with a
- * worker each): more cannot run at once anyway.  Keyed by the owner's tgid as SET_OWNER saw
- * it (a worker may outlive its owner until the last close: a new process
- * with the pid shares the count meanwhile, which errs on the safe side).
+ * worker each): more cannot run at once anyway.  Keyed by the owner's
+ * tgid as SET_OWNER saw it (dev->owner_pid; a worker may outlive its owner
+ * until the last close: a new process with the pid shares the count
+ * meanwhile, which errs on the safe side).
  */
 static DEFINE_XARRAY(vhost_owner_kthreads);
 static DEFINE_MUTEX(vhost_owner_kthreads_lock);
@@ -755,7 +756,6 @@ static struct vhost_worker *vhost_worker_create(struct vhost_dev *dev,
 		goto uncount;
 	}
 	w->kthread = kt;
-	w->kthread_owner = dev->owner_pid;
 	wake_up_process(kt);
 done:
 	dev->workers[id] = w;
@@ -783,7 +783,8 @@ static void vhost_worker_free(struct vhost_dev *dev, struct vhost_worker *w)
 	WARN_ON_ONCE(w->attached);
 	if (w->kthread) {
 		kthread_stop(w->kthread);
-		vhost_owner_kthread_put(w->kthread_owner);
+		/* Workers go before RESET_OWNER or close clears owner_pid. */
+		vhost_owner_kthread_put(dev->owner_pid);
 	}
 	if (w->vtsk) {
 		/* Leaves the poll loop if it is in it; see vhost_worker_should_stop(). */

@@ -25,11 +25,7 @@ while [ $# -gt 0 ]; do
 	*) sed -n '2,/^set -euo/p' "$0" | sed -e '$d' -e 's/^# \{0,1\}//' >&2; exit 2 ;;
 	esac
 done
-abi=$(sqcq_kernel_abi "$id") || { echo "FAIL: limits $id: cannot resolve the ABI"; exit 1; }
-ko=$ROOT/out/$abi/host/vhost_scsi_sqcq.ko
-# Built every time: a module left in out/ by an older tree is never tested.
-tests/matrix.sh "$id" >&2 || true
-[ -f "$ko" ] || { echo "FAIL: limits $id: no module at $ko"; exit 1; }
+ko=$(sqcq_host_ko "$id" limits) || { echo "$ko"; exit 1; }
 mkdir -p out/tools
 gcc -O2 -Wall -Wextra -Werror -o out/tools/vhost-io tests/host/vhost-io.c ||
 	{ echo "FAIL: limits vhost-io-builds"; exit 1; }

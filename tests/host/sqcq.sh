@@ -21,11 +21,7 @@ while [ $# -gt 0 ]; do
 	*) sed -n '2,/^set -euo/p' "$0" | sed -e '$d' -e 's/^# \{0,1\}//' >&2; exit 2 ;;
 	esac
 done
-abi=$(sqcq_kernel_abi "$id") || { echo "FAIL: sqcq $id: cannot resolve the ABI"; exit 1; }
-ko=$ROOT/out/$abi/host/vhost_scsi_sqcq.ko
-# Built every time: a module left in out/ by an older tree is never tested.
-tests/matrix.sh "$id" >&2 || true
-[ -f "$ko" ] || { echo "FAIL: sqcq $id: no module at $ko"; exit 1; }
+ko=$(sqcq_host_ko "$id" sqcq) || { echo "$ko"; exit 1; }
 mkdir -p out/tools
 if gcc -O2 -Wall -Wextra -Werror -o out/tools/vhost-io tests/host/vhost-io.c; then
 	echo "PASS: sqcq vhost-io-builds"
