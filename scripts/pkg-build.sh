@@ -33,13 +33,14 @@ stage() {
 	d=$1
 	rm -rf "$d"
 	dkms_src "$d"
+	cp "$top/scripts/dkms-build.sh" "$d/scripts/"
 	mkdir -p "$d/docs" "$d/debian/source" "$d/rpm"
 	[ ! -f "$top/README.md" ] || cp "$top/README.md" "$d/"
 	cp "$top/docs/INSTALL.md" "$top/docs/guest-switch.md" "$d/docs/"
 	cp -R "$top/switch" "$d/"
 	cp "$top/debian/control" "$top/debian/rules" "$top/debian/changelog" \
-		"$top/debian/copyright" "$top"/debian/*.dkms "$top"/debian/*.conf "$top"/debian/*.lintian-overrides \
-		"$top"/debian/*.prerm "$top"/debian/*.postrm "$d/debian/"
+		"$top/debian/copyright" "$top"/debian/*.conf "$top"/debian/*.lintian-overrides \
+		"$top"/debian/*.postinst "$top"/debian/*.prerm "$top"/debian/*.postrm "$d/debian/"
 	cp "$top/debian/source/format" "$d/debian/source/"
 	cp "$top/rpm/virtio-sqcq.spec" "$d/rpm/"
 }

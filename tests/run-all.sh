@@ -343,6 +343,17 @@ for stage in $STAGES; do
 	*) echo "FAIL: unknown stage $stage"; failed=$((failed + 1)) ;;
 	esac
 done
+# CI keeps only the head and the tail of this output: what failed is
+# repeated here, at the end, so that its tail says which checks (the fuzz
+# seed with them) and what the first kernel report of the fuzzer was.
+if [ "$failed" -ne 0 ]; then
+	echo "=== what failed (the first 40 FAIL lines, each cut at 600 characters):"
+	grep '^FAIL: ' "$SUMMARY" | head -n 40 | cut -c1-600
+	if [[ " $STAGES " == *" fuzz "* ]] && grep -q '^FAIL: ' "$LOGDIR/stage-fuzz.log"; then
+		grep -m1 '^fuzz seed: ' "$LOGDIR/stage-fuzz.log"
+		grep -m1 -A16 'new kernel report line' "$LOGDIR/stage-fuzz.log" | cut -c1-300
+	fi
+fi
 echo "=== stage times (seconds):"
 printf '%s' "$stage_times"
 echo "=== total $(($(date +%s) - total_start))s; $repeats e2e attempts repeated as the emulator's; logs in $LOGDIR"

@@ -1,8 +1,8 @@
 # shellcheck shell=bash
 # Helpers of the packaging tests (tests/pkg/*.sh). Sourced, not run.
 #
-#   pkg_install_deps                  host tools: dpkg-dev, debhelper, dh-dkms,
-#                                     lintian, rpm, debootstrap (idempotent)
+#   pkg_install_deps                  host tools: dpkg-dev, debhelper, dkms,
+#                                     lintian, rpm, cpio, debootstrap (idempotent)
 #   pkg_abis                          "6.1.0-57 6.12.95+deb12": the kernels the
 #                                     chroot test builds for (6.1 + bookworm-backports)
 #   pkg_chroot_base                   cached pristine bookworm chroot with dkms,
@@ -32,8 +32,8 @@ PKG_APT_OPTS=(-y -q -o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--forc
 	--no-install-recommends)
 
 pkg_install_deps() {
-	sqcq_install dpkg-dev debhelper dh-dkms dkms lintian rpm debootstrap kmod \
-		fakeroot ca-certificates 2>/dev/null
+	sqcq_install dpkg-dev debhelper dkms lintian rpm debootstrap kmod \
+		fakeroot ca-certificates cpio 2>/dev/null
 }
 
 # The ABIs, resolved once per refresh of the private apt lists (each lookup

@@ -16,8 +16,9 @@
 #   lintian        no errors (warnings and infos are listed)
 #   rpm-sanity     rpm -qpl / -qpR / --scripts
 #   chroot-install apt install the .deb in a bookworm chroot with headers of
-#                  6.1 and bookworm-backports 6.12; dkms autoinstall -k each;
-#                  dkms status; modinfo version and parameters
+#                  6.1 and bookworm-backports 6.12: its postinst alone builds
+#                  and installs for both (dkms status); modinfo version and
+#                  parameters
 #   modprobe-conf  /etc/modprobe.d/virtio-sqcq.conf names every parameter;
 #                  the default driver file blacklists virtio_scsi_sqcq only
 #   switch-chroot  virtio-sqcq-guest status/on/off with the 6.1 kernel and
@@ -37,7 +38,12 @@
 #   vm-switch-now  the chroot as a VM's system with udev: coldplug, on/off
 #                  --now, hot-added controllers, refusals (tests/pkg/vm-switch.sh)
 #   chroot-upgrade install VERSION+test1 over it: modules rebuilt and replaced;
-#                  the switch (turned on before) stays on
+#                  the switch (turned on before) stays on; beside the real
+#                  kernels, one without CONFIG_TARGET_CORE (the guest driver
+#                  alone, the host module's absence explained), one whose
+#                  build fails (named with its log; dpkg still configures the
+#                  package, the other kernels keep their modules) and one
+#                  without headers (the package to install named)
 #   chroot-purge   apt purge leaves nothing behind; it turned the switch off
 #                  and rebuilt the initramfs without virtio_scsi_sqcq
 #   vm-modprobe    modprobe the dkms-built host module in a 6.1 VM
@@ -194,9 +200,15 @@ t_rpm_sanity() {
 		bad "modprobe.d file not %config"
 	grep -qx dkms <<<"$R" || bad "no Requires: dkms"
 	grep -qx kernel-devel <<<"$R" || bad "no Requires: kernel-devel"
-	for w in "dkms add" "dkms build" "dkms install" "dkms remove"; do
-		grep -q "$w -m virtio-sqcq" <<<"$s" || bad "scriptlets lack '$w'"
-	done
+	grep -q '/usr/lib/virtio-sqcq/dkms-build install' <<<"$s" || bad "%post does not run dkms-build install"
+	grep -q 'dkms remove -m virtio-sqcq' <<<"$s" || bad "%post does not remove the versions it replaces"
+	awk '/^preuninstall scriptlet/ { p = 1; next } /scriptlet/ { p = 0 } p' <<<"$s" |
+		grep -q '/usr/lib/virtio-sqcq/dkms-build remove' || bad "%preun does not run dkms-build remove"
+	grep -qx /usr/lib/virtio-sqcq/dkms-build <<<"$l" || bad "rpm lacks /usr/lib/virtio-sqcq/dkms-build"
+	rpm2cpio "$rpmf" | (cd "$out" && rm -rf rpmx && mkdir rpmx && cd rpmx &&
+		cpio -idm --quiet ./usr/lib/virtio-sqcq/dkms-build)
+	grep -qx "ver=$ver" "$out/rpmx/usr/lib/virtio-sqcq/dkms-build" || bad "rpm: dkms-build does not carry $ver"
+	rm -rf "$out/rpmx"
 	# %preun removes only when $1 == 0, and every scriptlet parses.
 	awk '/^preuninstall scriptlet/ { p = 1; next } /scriptlet/ { p = 0 } p' <<<"$s" |
 		grep -q 'if \[ "\$1" -eq 0 \]' || bad "%preun not conditional on \$1 == 0"
@@ -232,12 +244,11 @@ installed_ko() {
 }
 ko_field() { in_chroot modinfo -F "$3" "$(installed_ko "$1" "$2")"; }
 
-# check_installed VERSION: both modules of VERSION installed for every kernel.
+# check_installed VERSION: both modules of VERSION installed for every kernel,
+# by the package's own scripts (postinst builds for every installed kernel).
 check_installed() {
 	local v=$1 k m st
 	for k in "${kvers[@]}"; do
-		in_chroot dkms autoinstall -k "$k" || bad "dkms autoinstall -k $k"
-		echo "[$(date +%T)] autoinstall -k $k done"
 		st=$(in_chroot dkms status -m virtio-sqcq -k "$k")
 		echo "$st"
 		grep -q "virtio-sqcq/$v, $k, x86_64: installed" <<<"$st" || bad "dkms status for $k: $st"
@@ -264,6 +275,7 @@ t_chroot_install() {
 	in_chroot apt-get install -y -q --no-install-recommends "/tmp/${deb##*/}" || return 1
 	echo "[$(date +%T)] installed"
 	check_installed "$ver"
+	grep -qx "ver=$ver" "$work/usr/lib/virtio-sqcq/dkms-build" || bad "dkms-build does not carry $ver"
 	for a in "${kvers[@]}"; do
 		in_chroot modinfo "$(installed_ko "$a" vhost_scsi_sqcq)" | grep -E '^(version|vermagic|parm):'
 	done
@@ -301,6 +313,73 @@ t_modprobe_conf() {
 	ok "conf checked"
 }
 
+# Kernels DKMS must not trip over, beside the real ones during the upgrade
+# (the package's postinst builds for every installed kernel):
+#   <6.1>-nolio   headers of 6.1 without CONFIG_TARGET_CORE (a slim kernel):
+#                 the guest driver alone, and a line saying why
+#   <6.1>-broken  headers on which every build fails: named with its log;
+#                 the package still configures, the other kernels keep theirs
+#   <6.1>-nohdr   modules but no headers: named with the package to install
+fake_nolio="" fake_broken="" fake_nohdr=""
+fake_kernels_add() {
+	local base src k
+	base=${kvers[0]%-amd64}
+	fake_nolio=$base-nolio fake_broken=$base-broken fake_nohdr=$base-nohdr
+	src=$work$(in_chroot readlink -f "/lib/modules/${kvers[0]}/build") && [ -f "$src/.config" ] ||
+		{ echo "no header tree for ${kvers[0]}"; return 1; }
+	for k in "$fake_nolio" "$fake_broken" "$fake_nohdr"; do
+		rm -rf "$work/lib/modules/$k" "$work/usr/src/linux-headers-$k"
+		mkdir -p "$work/lib/modules/$k/kernel"
+		: >"$work/lib/modules/$k/modules.order"
+		[ "$k" = "$fake_nohdr" ] && continue
+		cp -a "$src" "$work/usr/src/linux-headers-$k"
+		ln -s "/usr/src/linux-headers-$k" "$work/lib/modules/$k/build"
+	done
+	k=$work/usr/src/linux-headers-$fake_nolio
+	sed -i 's/^CONFIG_TARGET_CORE=.*/# CONFIG_TARGET_CORE is not set/' "$k/.config"
+	sed -i '/^CONFIG_TARGET_CORE=/d' "$k/include/config/auto.conf"
+	sed -i '/^#define CONFIG_TARGET_CORE_MODULE 1$/d' "$k/include/generated/autoconf.h"
+	# ... and, as in such a kernel, no exports of the target core.
+	sed -i '\|\tdrivers/target/|d' "$k/Module.symvers"
+	grep -q 'drivers/target/' "$k/Module.symvers" && { echo "nolio: Module.symvers kept LIO"; return 1; }
+	grep -q TARGET_CORE= "$k/include/config/auto.conf" && { echo "nolio: auto.conf kept it"; return 1; }
+	echo '#error a header tree broken on purpose (tests/pkg/run.sh)' \
+		>>"$work/usr/src/linux-headers-$fake_broken/include/generated/autoconf.h"
+	echo "fake kernels: $fake_nolio $fake_broken $fake_nohdr"
+}
+
+# fake_kernels_check VERSION OUTPUT: what the install said and did for them;
+# then they go.
+fake_kernels_check() {
+	local v=$1 o=$2 st k n
+	st=$(in_chroot dpkg-query -W -f='${Status} ${Version}' virtio-sqcq-dkms)
+	[ "$st" = "install ok installed $v" ] || bad "dpkg state after a failed build: $st"
+	st=$(in_chroot dkms status -m virtio-sqcq -k "$fake_nolio")
+	grep -q "virtio-sqcq/$v, $fake_nolio, x86_64: installed" <<<"$st" || bad "nolio: dkms status: $st"
+	n=$(cd "$work/lib/modules/$fake_nolio" && find . -name '*_scsi_sqcq.ko*' | sort | tr '\n' ' ')
+	[[ $n == "./updates/dkms/virtio_scsi_sqcq.ko"*" " && $n != *vhost* ]] ||
+		bad "nolio: want the guest driver alone, found: $n"
+	grep -q "vhost_scsi_sqcq is not built for $fake_nolio: its kernel has no CONFIG_TARGET_CORE" "$o" ||
+		bad "nolio: no line saying why the host module is not built"
+	grep -q "kernel $fake_broken: the build failed (log: /var/lib/dkms/virtio-sqcq/$v/build/make.log)" "$o" ||
+		bad "broken: the failed build is not named"
+	find "$work/lib/modules/$fake_broken" -name '*sqcq*' | grep -q . && bad "broken: modules installed"
+	grep -q "kernel $fake_nohdr: not built, its headers are not installed: install linux-headers-$fake_nohdr" "$o" ||
+		bad "nohdr: no line naming linux-headers-$fake_nohdr"
+	grep -q "installed for 3 kernel(s); FAILED for $fake_broken; no headers for $fake_nohdr" "$o" ||
+		bad "summary line: $(grep "virtio-sqcq-$v: installed for" "$o")"
+	for k in "${kvers[@]}"; do
+		[ "$(find "$work/lib/modules/$k" -name 'v*_scsi_sqcq.ko*' | wc -l)" -eq 2 ] ||
+			bad "$k lost a module beside the failed build"
+	done
+	in_chroot dkms remove -m virtio-sqcq -v "$v" -k "$fake_nolio" >/dev/null
+	in_chroot dkms remove -m virtio-sqcq -v "$v" -k "$fake_broken" >/dev/null 2>&1
+	for k in "$fake_nolio" "$fake_broken" "$fake_nohdr"; do
+		rm -rf "$work/lib/modules/$k" "$work/usr/src/linux-headers-$k"
+	done
+	ok "kernels without LIO, with a broken build, without headers"
+}
+
 t_chroot_upgrade() {
 	local tmp st k
 	tmp=$(mktemp -d)
@@ -312,12 +391,14 @@ t_chroot_upgrade() {
 	cp "$tmp/out/virtio-sqcq-dkms_${ver2}_all.deb" "$work/tmp/"
 	rm -rf "$tmp"
 	[ "${result[switch-chroot]:-}" != PASS ] || sw_upgrade_pre || return 1
-	in_chroot apt-get install -y -q --no-install-recommends "/tmp/virtio-sqcq-dkms_${ver2}_all.deb" ||
-		return 1
-	# Debian's dkms postinst builds for the running kernel and the newest one
-	# (in a chroot: every kernel on first install of a version); autoinstall
-	# covers any other, and is a no-op where the module is installed.
+	fake_kernels_add || return 1
+	in_chroot apt-get install -y -q --no-install-recommends "/tmp/virtio-sqcq-dkms_${ver2}_all.deb" \
+		>"$out/upgrade.out" 2>&1
+	st=$?
+	cat "$out/upgrade.out"
+	[ "$st" = 0 ] || return 1
 	check_installed "$ver2"
+	fake_kernels_check "$ver2" "$out/upgrade.out"
 	st=$(in_chroot dkms status -m virtio-sqcq)
 	grep -q "virtio-sqcq/$ver," <<<"$st" && bad "old version still in dkms: $st"
 	[ -e "$work/usr/src/virtio-sqcq-$ver" ] && bad "old /usr/src/virtio-sqcq-$ver left"
