@@ -20,10 +20,10 @@ PKG_REPO=$(cd "$_pkg_here/../.." && pwd)
 PKG_CHROOT_BASE="$SQCQ_CACHE/chroots/pkg-bookworm"
 # initramfs-tools is bookworm's generator; dracut-core (dracut without the
 # package that conflicts with initramfs-tools) lets the same chroot build a
-# dracut image too.  update-initramfs stays diverted to /bin/true in the base
-# (the 6.12 image the headers pull in is never booted); a test that wants it
-# removes the diversion in its copy.
-PKG_CHROOT_EXTRA="initramfs-tools dracut-core zstd"
+# dracut image too; rpm installs the .rpm in a copy.  update-initramfs stays
+# diverted to /bin/true in the base (the 6.12 image the headers pull in is
+# never booted); a test that wants it removes the diversion in its copy.
+PKG_CHROOT_EXTRA="initramfs-tools dracut-core zstd rpm"
 export DEBIAN_FRONTEND=noninteractive
 
 pkg_log() { echo "pkg: $*" >&2; }

@@ -46,8 +46,11 @@
 #                  without headers (the package to install named)
 #   chroot-purge   apt purge leaves nothing behind; it turned the switch off
 #                  and rebuilt the initramfs without virtio_scsi_sqcq
-#   vm-modprobe    modprobe the dkms-built host module in a 6.1 VM
-#                  (tests/vm/run.sh)
+#   rpm-chroot     the .rpm installed for real with rpm (Debian's) in a fresh
+#                  copy of the chroot: %post builds for both kernels, rpm -U
+#                  to VERSION+test1 replaces them, rpm -e removes everything
+#   vm-modprobe    modprobe the modules DKMS built from the .deb, and those
+#                  it built from the .rpm, in one 6.1 VM (tests/vm/run.sh)
 #
 # The vm-* tests are skipped with SQCQ_PKG_VM=0.
 #
@@ -387,8 +390,12 @@ t_chroot_upgrade() {
 		mkdir -p "$tmp/tree/scripts" && cp "$top"/scripts/pkg-*.sh "$tmp/tree/scripts/" &&
 		echo "$ver2" >"$tmp/tree/VERSION" &&
 		SOURCE_DATE_EPOCH=$(date +%s) "$tmp/tree/scripts/pkg-version.sh" sync "$tmp/tree" &&
-		"$tmp/tree/scripts/pkg-build.sh" deb "$tmp/out" || { rm -rf "$tmp"; return 1; }
+		"$tmp/tree/scripts/pkg-build.sh" deb "$tmp/out" &&
+		"$tmp/tree/scripts/pkg-build.sh" rpm "$tmp/out" || { rm -rf "$tmp"; return 1; }
 	cp "$tmp/out/virtio-sqcq-dkms_${ver2}_all.deb" "$work/tmp/"
+	# The rpm test upgrades to the same version.
+	rm -rf "$out/upgrade" && mkdir -p "$out/upgrade" &&
+		cp "$tmp/out/virtio-sqcq-dkms-$ver2-1.noarch.rpm" "$out/upgrade/"
 	rm -rf "$tmp"
 	[ "${result[switch-chroot]:-}" != PASS ] || sw_upgrade_pre || return 1
 	fake_kernels_add || return 1
@@ -425,6 +432,68 @@ t_chroot_purge() {
 	ok "purged"
 }
 
+# The .rpm installed for real: rpm (Debian's) in a fresh copy of the chroot,
+# whose dkms and headers are Debian's (no Fedora repository is reachable
+# here, so the rpm database knows neither dkms nor kernel-devel: --nodeps;
+# Debian's rpm also wants --force-debian).  Its scriptlets run as on Fedora:
+# %post builds for every kernel, an upgrade replaces the modules, an erase
+# removes them.  The 6.1 modules it built are loaded in the VM of
+# vm-modprobe.
+rpm_ko() {	# rpm_ko ROOT KVER MODULE: the installed module's path in ROOT
+	local f
+	for f in "$1/lib/modules/$2/updates/dkms/$3".ko{,.xz,.zst,.gz}; do
+		[ -f "$f" ] && { echo "$f"; return 0; }
+	done
+	return 1
+}
+t_rpm_chroot() {
+	local w="$SQCQ_CACHE/chroots/pkg-bookworm.rpm" up="$out/upgrade/virtio-sqcq-dkms-$ver2-1.noarch.rpm"
+	local o="$out/rpm-chroot.out" st k m v f left
+	[ -f "$up" ] || { echo "no $up (chroot-upgrade builds it)"; return 1; }
+	pkg_chroot_fresh "$w" || return 1
+	rin() { pkg_chroot "$w" "$@"; }
+	cp "$rpmf" "$up" "$w/tmp/"
+	for v in "$ver" "$ver2"; do
+		f=/tmp/virtio-sqcq-dkms-$v-1.noarch.rpm
+		if [ "$v" = "$ver" ]; then
+			rin rpm -i --nodeps --force-debian "$f" >"$o" 2>&1
+		else
+			rin rpm -U --nodeps --force-debian "$f" >"$o" 2>&1
+		fi
+		st=$?
+		sed "s/^/rpm $v: /" "$o"
+		[ "$st" = 0 ] || bad "rpm ${v/$ver2/-U} $f: status $st"
+		grep -q "^virtio-sqcq-$v: installed for ${#kvers[@]} kernel(s)\$" "$o" ||
+			bad "$v: %post did not install for the ${#kvers[@]} kernels"
+		[ "$(rin rpm -q --qf '%{VERSION}' virtio-sqcq-dkms)" = "$v" ] || bad "rpm -q after $v"
+		st=$(rin dkms status -m virtio-sqcq)
+		echo "$st"
+		for k in "${kvers[@]}"; do
+			grep -q "virtio-sqcq/$v, $k, x86_64: installed" <<<"$st" || bad "$v not installed for $k"
+			for m in vhost_scsi_sqcq virtio_scsi_sqcq; do
+				f=$(rpm_ko "$w" "$k" $m) || { bad "$v: no $m for $k"; continue; }
+				[ "$(rin modinfo -F version "${f#"$w"}")" = "$v" ] || bad "$v: $m for $k has another version"
+			done
+		done
+		if [ "$v" = "$ver" ]; then
+			# The first install's 6.1 modules are the ones the VM loads.
+			rm -rf "$out/vm-modules-rpm" && mkdir -p "$out/vm-modules-rpm/${kvers[0]}" &&
+				cp "$w/lib/modules/${kvers[0]}/updates/dkms/"*.ko* "$out/vm-modules-rpm/${kvers[0]}/"
+			continue
+		fi
+		grep -q "virtio-sqcq/$ver," <<<"$st" && bad "the upgrade left $ver in dkms"
+		[ -e "$w/usr/src/virtio-sqcq-$ver" ] && bad "the upgrade left /usr/src/virtio-sqcq-$ver"
+	done
+	rin rpm -e --force-debian virtio-sqcq-dkms >"$o" 2>&1 || bad "rpm -e: $(tail -n 3 "$o")"
+	cat "$o"
+	rin dkms status | grep -q virtio-sqcq && bad "rpm -e: dkms status still lists virtio-sqcq"
+	left=$(cd "$w" && ls -d lib/modules/*/updates/dkms/*sqcq* usr/src/virtio-sqcq* var/lib/dkms/virtio-sqcq \
+		usr/lib/virtio-sqcq usr/sbin/virtio-sqcq-guest 2>/dev/null)
+	[ -z "$left" ] || bad "left after rpm -e: $left"
+	pkg_chroot_discard "$w"
+	ok "rpm installed, upgraded and erased"
+}
+
 # kmods_of KVER: the cached module tree of the 6.1 kernel KVER (fetched if
 # needed): <kimage>/lib/modules/KVER.
 kmods_of() {
@@ -441,27 +510,33 @@ kmods_of() {
 # indexed by depmod here (natively; depmod over 9p under TCG is far too
 # slow), so the VM runs a real `modprobe -d ROOT vhost_scsi_sqcq ...` that
 # resolves our modules and their dependencies.
-make_modroot() {
-	local k=$1 src root
+make_modroot() {	# make_modroot KVER MODULES_DIR ROOT
+	local k=$1 mods=$2 root=$3 src
 	src=$(kmods_of "$k") || return 1
-	root=$out/vm-modroot
 	rm -rf "$root"
 	mkdir -p "$root/lib/modules/$k/updates/dkms"
 	cp -al "$src/kernel" "$root/lib/modules/$k/" 2>/dev/null ||
 		cp -a "$src/kernel" "$root/lib/modules/$k/"
 	cp "$src"/modules.builtin* "$src"/modules.order "$root/lib/modules/$k/" 2>/dev/null
-	cp "$out/vm-modules/$k/"*.ko* "$root/lib/modules/$k/updates/dkms/"
+	cp "$mods/$k/"*.ko* "$root/lib/modules/$k/updates/dkms/"
 	depmod -b "$root" "$k" || { echo "depmod failed"; return 1; }
 	echo "$root"
 }
 
 t_vm_modprobe() {
-	local k=${kvers[0]} root
+	local k=${kvers[0]} root rroot sets=()
 	[ -x "$top/tests/vm/run.sh" ] || { echo "tests/vm/run.sh missing"; return 1; }
-	root=$(make_modroot "$k" | tail -n 1) && [ -d "$root" ] ||
+	root=$(make_modroot "$k" "$out/vm-modules" "$out/vm-modroot" | tail -n 1) && [ -d "$root" ] ||
 		{ echo "cannot build the module root: $root"; return 1; }
+	sets=("$out/vm-modules/$k" "$ver" "$root" deb)
+	# What the .rpm built (rpm-chroot), in the same VM.
+	if [ "${result[rpm-chroot]:-}" = PASS ]; then
+		rroot=$(make_modroot "$k" "$out/vm-modules-rpm" "$out/vm-modroot-rpm" | tail -n 1) &&
+			[ -d "$rroot" ] || { echo "cannot build the rpm module root: $rroot"; return 1; }
+		sets+=("$out/vm-modules-rpm/$k" "$ver" "$rroot" rpm)
+	fi
 	"$top/tests/vm/run.sh" --kernel 6.1 --timeout 300 -- \
-		"$top/tests/pkg/vm-modprobe.sh" "$out/vm-modules/$k" "$ver" "$root"
+		"$top/tests/pkg/vm-modprobe.sh" "${sets[@]}"
 }
 
 only="$*"
@@ -491,6 +566,7 @@ if [ "${SQCQ_PKG_VM:-1}" != 0 ]; then
 fi
 run_test chroot-upgrade t_chroot_upgrade chroot-install
 run_test chroot-purge t_chroot_purge chroot-install
+run_test rpm-chroot t_rpm_chroot build-rpm chroot-upgrade
 if [ "${SQCQ_PKG_VM:-1}" != 0 ]; then
 	run_test vm-modprobe t_vm_modprobe chroot-install
 fi

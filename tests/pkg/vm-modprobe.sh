@@ -1,9 +1,11 @@
 #!/bin/sh
 # SPDX-License-Identifier: GPL-2.0-only
 #
-# tests/pkg/vm-modprobe.sh MODDIR [VERSION [MODROOT]]  -- runs INSIDE a test VM
-# (tests/vm/run.sh), as root.
+# tests/pkg/vm-modprobe.sh MODDIR [VERSION [MODROOT [LABEL]]] [MODDIR VERSION MODROOT LABEL]...
+#   -- runs INSIDE a test VM (tests/vm/run.sh), as root.
 #
+# Each set of four is checked in turn; LABEL (deb, rpm) names the package
+# that built the modules in the result lines.
 # Loads the DKMS-built modules found in MODDIR (a copy of
 # /lib/modules/<kver>/updates/dkms of the package test's chroot) with
 # parameters, reads them back from /sys/module, changes a runtime-writable
@@ -18,16 +20,15 @@
 # .ko; the PASS line says which.
 set -u
 
-moddir=${1:?usage: vm-modprobe.sh MODDIR [VERSION]}
-want_ver=${2:-}
-modroot=${3:-}
+[ $# -ge 1 ] || { echo "usage: vm-modprobe.sh MODDIR [VERSION [MODROOT [LABEL]]]..." >&2; exit 2; }
 kver=$(uname -r)
 fails=0
 idle=4321
+label=""
 
-pass() { echo "PASS: pkg vm-modprobe $*"; }
+pass() { echo "PASS: pkg vm-modprobe$label $*"; }
 fail() {
-	echo "FAIL: pkg vm-modprobe $*"
+	echo "FAIL: pkg vm-modprobe$label $*"
 	fails=$((fails + 1))
 }
 
@@ -96,8 +97,12 @@ check_module() {
 	[ $ok = 1 ] && pass "$m ($how; $* read back from /sys/module)"
 }
 
-echo "vm-modprobe: kernel $kver, modules from $moddir"
-check_module vhost_scsi_sqcq poll_idle_us=$idle sqcq=N
-check_module virtio_scsi_sqcq poll_idle_us=$idle poll_queues=1
+while [ $# -gt 0 ]; do
+	moddir=$1 want_ver=${2:-} modroot=${3:-} label=${4:+ ($4)}
+	shift $(($# < 4 ? $# : 4))
+	echo "vm-modprobe: kernel $kver, modules from $moddir"
+	check_module vhost_scsi_sqcq poll_idle_us=$idle sqcq=N
+	check_module virtio_scsi_sqcq poll_idle_us=$idle poll_queues=1
+done
 dmesg | grep -E 'vhost_scsi_sqcq|virtio_scsi_sqcq' | tail -n 6
 [ $fails -eq 0 ]
