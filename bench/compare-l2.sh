@@ -10,7 +10,17 @@
 # default 5), CMP_POINTS (default "randread:1:1 randread:32:1 randwrite:1:1
 # randwrite:32:1 randread:32:4"; rw:iodepth:jobs), CMP_ROUNDS (default 5),
 # CMP_IDLE_S (seconds the idle poller CPU is sampled, default 3),
-# E2E_GUEST_PARAMS (more insmod parameters for both modes).
+# E2E_GUEST_PARAMS (more insmod parameters for both modes), CMP_MODES
+# (default "classic sqcq"; "haltpoll" adds the peer below).
+#
+# Mode haltpoll: classic (sqcq=0) with guest halt-polling, what an operator
+# turns on today to cut the cost of a vCPU's wakeup.  L2 boots with the
+# cpuidle-haltpoll driver (compare.sh puts cpuidle_haltpoll.force=1 on its
+# command line: the nested guest has no KVM_HINTS_REALTIME; Debian builds
+# the driver in, and its haltpoll governor not at all, so the menu governor
+# chooses between polling and halting).  Its polling state (state0, "POLL")
+# is enabled for this mode only and disabled for the others, which then
+# halt as without the driver.
 #
 # CMP_ROUNDS rounds, each loading the driver once per mode, in alternating
 # order (classic first in odd rounds, SQ/CQ first in even ones), so that a
@@ -49,6 +59,7 @@ RT=${CMP_RUNTIME:-5}
 POINTS=${CMP_POINTS:-randread:1:1 randread:32:1 randwrite:1:1 randwrite:32:1 randread:32:4}
 IDLE_S=${CMP_IDLE_S:-3}
 ROUNDS=${CMP_ROUNDS:-5}
+MODES=${CMP_MODES:-classic sqcq}
 PREFIX=compare TAG=compare-l2
 # shellcheck source=tests/e2e/l2-lib.sh
 . tests/e2e/l2-lib.sh
@@ -128,12 +139,36 @@ delta() {
 	fi
 }
 
+# haltpoll_state 0|1: the cpuidle polling state of every CPU off or on;
+# status 1 (REPLY: why) when the haltpoll driver is not the one in use or
+# a CPU has no polling state 0.
+haltpoll_state() {
+	local d n
+	read -r n </sys/devices/system/cpu/cpuidle/current_driver 2>/dev/null
+	[ "$n" = haltpoll ] || { REPLY="cpuidle driver '${n:-none}', not haltpoll"; return 1; }
+	for d in /sys/devices/system/cpu/cpu[0-9]*/cpuidle/state0; do
+		read -r n <"$d/name" 2>/dev/null
+		[ "$n" = POLL ] || { REPLY="$d is '$n', not POLL"; return 1; }
+		echo $((1 - $1)) >"$d/disable" || { REPLY="cannot write $d/disable"; return 1; }
+	done
+}
+
 # load MODE: our driver loaded with sqcq=0 or 1, LUN 0 visible as $DISK,
 # $DBG its debugfs directory; the negotiated mode checked.
 declare -A mode_ok
 load() {
-	local mode=$1 want=0 got
+	local mode=$1 want=0 got expect=$1
 	[ "$mode" = sqcq ] && want=1
+	[ "$mode" = haltpoll ] && expect=classic
+	# Halt-polling for the haltpoll mode alone.
+	if [[ " $MODES " == *" haltpoll "* ]]; then
+		local hp=0
+		[ "$mode" = haltpoll ] && hp=1
+		if ! haltpoll_state $hp; then
+			fail "$mode: guest halt-polling cannot be set ($REPLY)"
+			return 1
+		fi
+	fi
 	# shellcheck disable=SC2086 # parameters, split on purpose
 	if ! insmod "$KO" sqcq=$want ${E2E_GUEST_PARAMS:-}; then
 		fail "$mode insmod"
@@ -154,7 +189,7 @@ load() {
 	DBG=/sys/kernel/debug/virtio_scsi_sqcq/${REPLY##*/}
 	dbg_value "$DBG" mode
 	got=$REPLY
-	if [ "$got" != "$mode" ]; then
+	if [ "$got" != "$expect" ]; then
 		fail "$mode mode-negotiated (got $got)"
 		mode_ok[$mode]=no
 	elif [ -z "${mode_ok[$mode]:-}" ]; then
@@ -239,7 +274,7 @@ points() {
 				tag=sqcq-fallback
 			else
 				fail "$mode $name qd$qd jobs$nj round $round: not classic ($REPLY)"
-				tag=classic-notclassic
+				tag=$mode-notclassic
 			fi
 			points_bad[$mode]=$((${points_bad[$mode]:-0} + 1))
 		else
@@ -312,9 +347,14 @@ if ! l1_exits; then
 	log "L1 gave no exits by reason (hotplug-exits.req): no cmp-exits lines"
 	EXITS_OK=0
 fi
+read -ra modes <<<"$MODES"
 for ((round = 1; round <= ROUNDS; round++)); do
-	order="classic sqcq"
-	[ $((round % 2)) = 0 ] && order="sqcq classic"
+	# Each round starts one mode further on: every mode runs first, in the
+	# middle and last alike (two modes: classic first in odd rounds).
+	order=""
+	for ((i = 0; i < ${#modes[@]}; i++)); do
+		order+=" ${modes[(round - 1 + i) % ${#modes[@]}]}"
+	done
 	for mode in $order; do
 		load "$mode" || continue
 		points "$mode" "$round"
@@ -322,7 +362,7 @@ for ((round = 1; round <= ROUNDS; round++)); do
 		rmmod virtio_scsi_sqcq || fail "$mode rmmod"
 	done
 done
-for mode in classic sqcq; do
+for mode in $MODES; do
 	[ "${mode_ok[$mode]:-}" = yes ] && pass "$mode mode-negotiated ($mode, every round)"
 	[ "${points_ok[$mode]:-0}" -gt 0 ] && [ "${points_bad[$mode]:-0}" = 0 ] &&
 		pass "$mode stayed $mode (${points_ok[$mode]} points: mode and doorbells read after each)"

@@ -22,6 +22,11 @@
 # --short: the demo's form (fewer points, 3 s each, 3 rounds).  Both modules
 # run with their defaults (what a user gets without tuning); more insmod
 # parameters: CMP_HOST_PARAMS (host), CMP_GUEST_PARAMS (guest, both modes).
+# The defaults table has a third mode in the same rounds, the peer an
+# operator turns on today to cut wakeup costs: classic with guest
+# halt-polling (L2 boots with the cpuidle-haltpoll driver; its polling
+# state is on for that mode only, bench/compare-l2.sh), in a table of its
+# own.  CMP_HALTPOLL=0 leaves it out; --recipe has none.
 #
 # --recipe: the deployment the design is for (README, "Tuning"), both
 # modes in it: L1 on three vCPUs (CMP_L1_SMP), its CPU 0 given to the
@@ -66,6 +71,10 @@ if [ "$short" = 1 ]; then
 	rpoints="randread:1:1 randread:32:1 randread:1:1:hipri"
 fi
 hp=${CMP_HOST_PARAMS:-} gp=${CMP_GUEST_PARAMS:-} isolate=0 vopts="" title="Defaults" l1smp=${CMP_L1_SMP:-2}
+modes="classic sqcq haltpoll" l2append="cpuidle_haltpoll.force=1"
+if [ "$recipe" = 1 ] || [ "${CMP_HALTPOLL:-1}" = 0 ]; then
+	modes="classic sqcq" l2append=""
+fi
 if [ "$recipe" = 1 ]; then
 	points=$rpoints isolate=1 vopts=num_queues=2 title="The recipe" l1smp=${CMP_L1_SMP:-3}
 	hp=${CMP_HOST_PARAMS-poll_cpu=0 poll_shared=0 poll_idle_us=100000}
@@ -78,6 +87,7 @@ hpolls=0
 [[ "$rounds" =~ ^[1-9][0-9]*$ ]] || { echo "${0##*/}: --rounds takes a count" >&2; exit 2; }
 
 points_n=$(wc -w <<<"$points")
+modes_n=$(wc -w <<<"$modes")
 log=$(mktemp /tmp/sqcq-compare.XXXXXX)
 trap 'rm -f "$log"' EXIT
 set +e
@@ -85,9 +95,10 @@ echo "compare: $title: L1 on $l1smp vCPUs; host insmod ${hp:-(defaults)}; guest 
 E2E_L2_SCRIPT=bench/compare-l2.sh E2E_VIOMMU=0 \
 E2E_HOST_PARAMS=$hp E2E_GUEST_PARAMS=$gp E2E_L2_ISOLATE=$isolate E2E_L2_VHOST_OPTS=$vopts \
 E2E_L1_SMP=$l1smp E2E_L2_SMP=${CMP_L2_SMP:-1} CMP_RUNTIME=$rt CMP_POINTS=$points CMP_ROUNDS=$rounds \
-CMP_HOST_POLLS=$hpolls tests/e2e/run.sh --kernel "$id" --host sqcq --guest sqcq --no-hotplug \
-	--timeout $((900 + rounds * 2 * (points_n * (rt + 25) + 40))) \
-	--l2-timeout $((600 + rounds * 2 * (points_n * (rt + 25) + 40))) 2>&1 | tee "$log" | grep --line-buffered -E '^(e2e|compare-l2|pass:|fail:|PASS:|FAIL:)'
+CMP_HOST_POLLS=$hpolls CMP_MODES=$modes E2E_L2_APPEND="${E2E_L2_APPEND:-} $l2append" \
+	tests/e2e/run.sh --kernel "$id" --host sqcq --guest sqcq --no-hotplug \
+	--timeout $((900 + rounds * modes_n * (points_n * (rt + 25) + 40))) \
+	--l2-timeout $((600 + rounds * modes_n * (points_n * (rt + 25) + 40))) 2>&1 | tee "$log" | grep --line-buffered -E '^(e2e|compare-l2|pass:|fail:|PASS:|FAIL:)'
 rc=${PIPESTATUS[0]}
 set -e
 
@@ -119,12 +130,13 @@ function point(rw, qd, nj,    k) {
 	return k
 }
 # Points that did not keep their mode: named, left out of the medians.
-/^cmp (sqcq-fallback|classic-notclassic) / {
+/^cmp (sqcq-fallback|classic-notclassic|haltpoll-notclassic) / {
 	k = point($3, $4, $5)
-	fb[k] = fb[k] sprintf("%s%s round %s", fb[k] == "" ? "" : ", ", $2 ~ /^sqcq/ ? "SQ/CQ" : "classic", $12)
+	fb[k] = fb[k] sprintf("%s%s round %s", fb[k] == "" ? "" : ", ",
+		$2 ~ /^sqcq/ ? "SQ/CQ" : $2 ~ /^haltpoll/ ? "classic with halt-polling" : "classic", $12)
 }
 # cmp-exits MODE RW QD JOBS ROUND IOS reason=delta...: per round and reason.
-/^cmp-exits (classic|sqcq) / {
+/^cmp-exits (classic|sqcq|haltpoll) / {
 	k = point($3, $4, $5)
 	m = $2; r = $6
 	if ($7 <= 0 || (m, k, r) in xios) next
@@ -135,9 +147,10 @@ function point(rw, qd, nj,    k) {
 		if (!((k, kv[1]) in xset)) { xset[k, kv[1]] = 1; xnames[k] = xnames[k] " " kv[1] }
 	}
 }
-/^cmp (classic|sqcq) / {
+/^cmp (classic|sqcq|haltpoll) / {
 	k = point($3, $4, $5)
 	m = $2; r = $12
+	if (m == "haltpoll") peer = 1
 	iops[m, k, r] = $6
 	allio[m, k] = allio[m, k] " " $6
 	ios[m, k] += $7; kicks[m, k] += $8; irqs[m, k] += $9
@@ -151,7 +164,7 @@ function point(rw, qd, nj,    k) {
 /^cmp-idle guest none / { idle = "no guest poll thread (poll_cpu empty)"; next }
 /^cmp-idle guest / { idle = sprintf("guest poll thread %d ticks in %d s (its sleeps %d -> %d)", $3, $4, $5, $6) }
 /^cmp-idle host / { hidle = sprintf("host poll thread %s ticks in %d s", $3, $4) }
-/^PASS: compare (classic|sqcq) mode-negotiated/ { mode[$3] = 1 }
+/^PASS: compare (classic|sqcq|haltpoll) mode-negotiated/ { mode[$3] = 1 }
 function label(k) { return (k in fb) ? k " (fell back)" : k }
 # xmed(m, k, name): median over the rounds of mode m at point k of that
 # reason: exits per I/O (0 in a round without it); "" without rounds.
@@ -190,6 +203,34 @@ END {
 	for (i = 1; i <= n; i++)
 		if (order[i] in fb)
 			printf "fell back (mode or doorbells after the point not the mode loaded; left out of every median): %s: %s\n", order[i], fb[order[i]]
+	if (peer) {
+		printf "\n### The peer: classic with guest halt-polling (H), same rounds\n\n"
+		printf "| 4 KiB, fio | classic IOPS | H IOPS | H / classic (min-max) | SQ/CQ / H (min-max) | irqs/io H | exits/io C | exits/io H | exits/io S | CPU us/io C | CPU us/io H | CPU us/io S |\n"
+		printf "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n"
+		for (i = 1; i <= n; i++) {
+			k = order[i]
+			rh = ""; rsh = ""
+			for (r = 1; r <= rounds; r++) {
+				if (iops["classic", k, r] > 0 && iops["haltpoll", k, r] > 0)
+					rh = rh " " sprintf("%.3f", iops["haltpoll", k, r] / iops["classic", k, r])
+				if (iops["haltpoll", k, r] > 0 && iops["sqcq", k, r] > 0)
+					rsh = rsh " " sprintf("%.3f", iops["sqcq", k, r] / iops["haltpoll", k, r])
+			}
+			stats(allio["classic", k]); mc = med
+			stats(allio["haltpoll", k]); mh = med
+			rn = stats(rh)
+			r1 = rn ? sprintf("%.2f (%.2f-%.2f, %d)", med, lo, hi, rn) : "-"
+			rn = stats(rsh)
+			r2 = rn ? sprintf("%.2f (%.2f-%.2f, %d)", med, lo, hi, rn) : "-"
+			printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", label(k), mc, mh, r1, r2,
+				perio(irqs["haltpoll", k], ios["haltpoll", k]),
+				perio(exits["classic", k], exio["classic", k]), perio(exits["haltpoll", k], exio["haltpoll", k]),
+				perio(exits["sqcq", k], exio["sqcq", k]),
+				perio(busy["classic", k] * 10000, bzio["classic", k]), perio(busy["haltpoll", k] * 10000, bzio["haltpoll", k]),
+				perio(busy["sqcq", k] * 10000, bzio["sqcq", k])
+		}
+		printf "\nH: our driver classic (sqcq=0) with the guest'"'"'s cpuidle polling state on (cpuidle-haltpoll driver, Debian'"'"'s menu governor: its haltpoll governor is not built); C and S with it off. mode negotiated: halt-polling run %s\n", ("haltpoll" in mode) ? "classic" : "NOT classic"
+	}
 	printf "\n### Why the SQ/CQ pollers slept (SQ/CQ mode, per 1000 I/O, all rounds)\n\n"
 	printf "| 4 KiB, fio | host idle | host contended | host yields | guest idle | guest contended | guest stolen | irqs, guest poller left asleep |\n"
 	printf "|---|---:|---:|---:|---:|---:|---:|---:|\n"

@@ -218,7 +218,12 @@ done
 # run and a run by hand broke as before, so it is not the cure; off by
 # default.
 isolate=${E2E_L2_ISOLATE:-0}
-l1_append=${E2E_L1_APPEND:-} l2_cpus="" host_params=${E2E_HOST_PARAMS:-}
+# loglevel=5: a report's frames (KERN_WARNING) reach L1's console too, not
+# only its first line: when L1 freezes, dmesg cannot be read any more and
+# the console is all there is to tell the emulator's break from ours (a
+# CI-like run of 2026-12-06 froze L1 with CPU 0 silent and a soft lockup
+# on CPU 1, and no frame anywhere).
+l1_append="loglevel=5 ${E2E_L1_APPEND:-}" l2_cpus="" host_params=${E2E_HOST_PARAMS:-}
 if [ "$isolate" = 1 ]; then
 	l1_append="$l1_append nohz_full=1" l2_cpus=1
 	[[ "$host_params" == *poll_cpu=* ]] || host_params="poll_cpu=0 $host_params"

@@ -3067,6 +3067,10 @@ int main(int argc, char **argv)
 			pass("device-works-after", "INQUIRY on a fresh device after the run");
 		else
 			fail("device-works-after", "INQUIRY on a fresh device: %s", why);
+		/* A round too short for any op that samples (op_reuse) still
+		 * reads the count once, so "no sample" means debugfs failed.
+		 */
+		sample_inflight("the fresh device after the run");
 	}
 	op_step(mt, "final close");
 	dev_close_files(&D);
