@@ -459,7 +459,12 @@ if check "fault build present ($FKO)" test -f "$FKO"; then
 		check "one line says so" \
 			[ "$(dmesg | grep -c 'SQ/CQ not used (no answer to the setup request within')" = 1 ]
 		FDISK=$(fdisks | head -n 1)
-		check "fio-verify on the unanswered device" fio_verify nosetup libaio "$FDISK" $((8 / DIV + 1))m
+		if ! check "fio-verify on the unanswered device" fio_verify nosetup libaio "$FDISK" $((8 / DIV + 1))m; then
+			# What the driver and the SCSI layer said meanwhile.
+			dmesg | tail -n 40 | sed 's/^/# dmesg: /'
+			finfo_all=$(cat "/sys/kernel/debug/$FMOD/$VDEV/info" 2>/dev/null | tr '\n' ' ')
+			log "debugfs info: $finfo_all"
+		fi
 		check "rmmod the unanswered device" rmmod $FMOD
 	fi
 fi
