@@ -166,6 +166,16 @@ function point(rw, qd, nj,    k) {
 /^cmp-idle host / { hidle = sprintf("host poll thread %s ticks in %d s", $3, $4) }
 /^PASS: compare (classic|sqcq|haltpoll) mode-negotiated/ { mode[$3] = 1 }
 function label(k) { return (k in fb) ? k " (fell back)" : k }
+# ratio(a, b, k): mode a over mode b at point k, the median of the per-round
+# ratios with their spread and count; "-" without a round that has both.
+function ratio(a, b, k,    r, rs, rn) {
+	rs = ""
+	for (r = 1; r <= rounds; r++)
+		if (iops[b, k, r] > 0 && iops[a, k, r] > 0)
+			rs = rs " " sprintf("%.3f", iops[a, k, r] / iops[b, k, r])
+	rn = stats(rs)
+	return rn ? sprintf("%.2f (%.2f-%.2f, %d)", med, lo, hi, rn) : "-"
+}
 # xmed(m, k, name): median over the rounds of mode m at point k of that
 # reason: exits per I/O (0 in a round without it); "" without rounds.
 function xmed(m, k, name,    rs, nr, i, v) {
@@ -183,15 +193,9 @@ END {
 	printf "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n"
 	for (i = 1; i <= n; i++) {
 		k = order[i]
-		rs = ""
-		for (r = 1; r <= rounds; r++)
-			if (iops["classic", k, r] > 0 && iops["sqcq", k, r] > 0)
-				rs = rs " " sprintf("%.3f", iops["sqcq", k, r] / iops["classic", k, r])
 		stats(allio["classic", k]); mc = med
 		stats(allio["sqcq", k]); ms = med
-		rn = stats(rs)
-		ratio = rn ? sprintf("%.2f (%.2f-%.2f, %d)", med, lo, hi, rn) : "-"
-		printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", label(k), mc, ms, ratio,
+		printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", label(k), mc, ms, ratio("sqcq", "classic", k),
 			perio(kicks["classic", k], ios["classic", k]), perio(irqs["classic", k], ios["classic", k]),
 			perio(kicks["sqcq", k], ios["sqcq", k]), perio(irqs["sqcq", k], ios["sqcq", k]),
 			perio(exits["classic", k], exio["classic", k]), perio(exits["sqcq", k], exio["sqcq", k]),
@@ -209,19 +213,9 @@ END {
 		printf "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n"
 		for (i = 1; i <= n; i++) {
 			k = order[i]
-			rh = ""; rsh = ""
-			for (r = 1; r <= rounds; r++) {
-				if (iops["classic", k, r] > 0 && iops["haltpoll", k, r] > 0)
-					rh = rh " " sprintf("%.3f", iops["haltpoll", k, r] / iops["classic", k, r])
-				if (iops["haltpoll", k, r] > 0 && iops["sqcq", k, r] > 0)
-					rsh = rsh " " sprintf("%.3f", iops["sqcq", k, r] / iops["haltpoll", k, r])
-			}
 			stats(allio["classic", k]); mc = med
 			stats(allio["haltpoll", k]); mh = med
-			rn = stats(rh)
-			r1 = rn ? sprintf("%.2f (%.2f-%.2f, %d)", med, lo, hi, rn) : "-"
-			rn = stats(rsh)
-			r2 = rn ? sprintf("%.2f (%.2f-%.2f, %d)", med, lo, hi, rn) : "-"
+			r1 = ratio("haltpoll", "classic", k); r2 = ratio("sqcq", "haltpoll", k)
 			printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", label(k), mc, mh, r1, r2,
 				perio(irqs["haltpoll", k], ios["haltpoll", k]),
 				perio(exits["classic", k], exio["classic", k]), perio(exits["haltpoll", k], exio["haltpoll", k]),
