@@ -254,6 +254,7 @@ struct vhost_dev {
 	struct vhost_poll_group *pg;
 	struct list_head pg_node;
 	struct vhost_worker *pg_worker;
+	unsigned int pg_handoffs;	/* pg->lock: hand-offs since the park */
 	/* Written by the poll loop (vhost_sqcq_poll_run()), racy reads. */
 	bool poll_spin;			/* poll_cpu names a CPU: spin, else serve only */
 	u64 poll_window_ns;		/* the adaptive idle window */

@@ -505,10 +505,25 @@ static void vhost_poll_group_hand_back(struct vhost_poll_group *g,
 }
 
 /*
+ * Doorbells a shared poller hands to the queues' own workers for a parked
+ * device before it gives the device back to its default worker.  The
+ * poller is a thread of the module, in no VM's cgroup: with no bound, a
+ * guest keeping only such queues busy (or merely moving their SQ indices)
+ * would keep it spinning while nothing of the VM's ran between doorbells.
+ * The default worker must run once, charged to the VM and under its
+ * cpu.max, for every this many, and park again; a throttled VM leaves the
+ * poller to the others.  Small enough that the poller's share per
+ * VM-paid pass is small, large enough that a busy queue costs its default
+ * worker a wakeup only now and then.
+ */
+#define SQCQ_PG_HANDOFF_BUDGET	16
+
+/*
  * Look at the polled SQ indices of parked @dev: a queue on a worker of its
- * own that moved is handed to that worker and stays watched; one on the
- * device's worker (the default one, parked) makes us hand the device back
- * to it.  True if any moved.
+ * own that moved is handed to that worker and the device stays parked,
+ * within SQCQ_PG_HANDOFF_BUDGET; one on the device's worker (the default
+ * one, parked), or the budget spent, makes us hand the device back to it.
+ * True if any moved.
  */
 static bool vhost_poll_group_scan(struct vhost_poll_group *g,
 				  struct vhost_dev *dev)
@@ -534,12 +549,15 @@ static bool vhost_poll_group_scan(struct vhost_poll_group *g,
 		 * answer is safe, as vhost_vq_queue_work() queues the queue on
 		 * whichever worker has it by then.
 		 */
-		if (rcu_access_pointer(vq->worker) == dev->pg_worker) {
+		if (rcu_access_pointer(vq->worker) == dev->pg_worker ||
+		    dev->pg_handoffs >= SQCQ_PG_HANDOFF_BUDGET) {
 			vhost_poll_group_hand_back(g, dev);
 			return true;
 		}
-		if (vhost_doorbells_take(vq))
+		if (vhost_doorbells_take(vq)) {
+			dev->pg_handoffs++;
 			vhost_doorbells_hand_off(vq);
+		}
 	}
 	return work;
 }
@@ -693,6 +711,7 @@ static void vhost_poll_group_park(struct vhost_dev *dev,
 	spin_lock(&g->lock);
 	if (list_empty(&dev->pg_node)) {
 		dev->pg_worker = w;
+		dev->pg_handoffs = 0;
 		list_add_tail(&dev->pg_node, &g->devs);
 		g->ndevs++;
 	}

@@ -658,6 +658,35 @@ if [ "$(nproc)" -ge 2 ]; then
 	w=$(dbg_vq worker 3 "$out") h=$(dbg_vq handoffs 3 "$out") r=$(dbg_vq requests 3 "$out")
 	check "shared: a queue on a worker of its own gets its doorbells handed to that worker, verify clean (rc $rc; vq 3: worker $w, handoffs $h, requests $r)" \
 		[ $rc = 0 -a "${w:-0}" -gt 0 -a "${h:-0}" -gt 0 -a "${r:-0}" -gt 0 ]
+	# The same device busy on that queue alone (-O: the first request
+	# queue idle).  The shared poller (a thread of the module, in no VM's
+	# cgroup) hands such a queue's doorbells to its worker while the
+	# device stays parked; it must give the device back to its default
+	# worker (the VM's, under its cpu.max) after at most 16 of them
+	# (SQCQ_PG_HANDOFF_BUDGET), or a busy guest keeps it spinning with
+	# nothing of the VM's running between doorbells.  Counted over 2 s of
+	# the load: device hand-backs (poll_handoffs) against the queue's
+	# hand-offs; without the bound, 0 hand-backs for ~19 000 hand-offs.
+	taskset -c 0 "$CLIENT" /dev/vhost-scsi-sqcq "$(ww 1)" -s -W -O -q 2 -d 4 -m verify \
+		-t 300 -i 200000 -D >/tmp/sqcq-own.out 2>&1 &
+	opid=$!
+	sleep 3
+	# vq3_handoffs: the last column of vq 3's line in the device's queues file.
+	vq3_handoffs() { awk '$1 == 3 && NF == 12 { print $12 }' $DBG/dev*/queues; }
+	b0=$(dev_sum poll_handoffs) q0=$(vq3_handoffs)
+	sleep 2
+	b1=$(dev_sum poll_handoffs) q1=$(vq3_handoffs)
+	kill -USR1 $opid 2>/dev/null
+	wait $opid
+	rc=$?
+	out=$(cat /tmp/sqcq-own.out)
+	r2=$(dbg_vq requests 2 "$out") r3=$(dbg_vq requests 3 "$out")
+	db=$((b1 - b0)) dq=$((${q1:-0} - ${q0:-0}))
+	# The hand-offs counted are the poller's (at most 16 a park) and the
+	# default worker's (its pass after each hand-back, about one): at most
+	# 32 a hand-back (seen: 17.0 on 7.2).
+	check "shared: a device busy only on a queue of its own worker goes back to its default worker at least once per 16 doorbells the shared poller hands on (2 s: $db hand-backs, $dq hand-offs, at most 32 each; rc $rc; requests vq 2 ${r2:-?}, vq 3 ${r3:-?})" \
+		[ $rc = 0 -a "${r2:-1}" = 0 -a "${r3:-0}" -gt 0 -a "$dq" -gt 0 -a "$db" -gt 0 -a $((db * 32)) -ge "$dq" ]
 	for i in 1 2 3 4; do
 		t=$C/vhost_sqcq/$(ww $i)
 		rm "$t/tpgt_1/lun/lun_0/sh"

@@ -8,7 +8,7 @@
  *
  *   vhost-io NODE WWPN [-q QUEUES] [-d DEPTH] [-t SECONDS | -n IOS]
  *            [-m read|write|verify] [-T TARGET] [-L LUN] [-s] [-i IDLE_US]
- *            [-p PAUSE_MS] [-g GAP_MS] [-W] [-D] [-C] [-1] [-M MS]
+ *            [-p PAUSE_MS] [-g GAP_MS] [-W] [-O] [-D] [-C] [-1] [-M MS]
  *
  * DEPTH requests (1..85) stay in flight on each of QUEUES request queues
  * (1..16); each is a READ(10)/WRITE(10) of 4 KiB, three descriptors
@@ -26,7 +26,9 @@
  * resubmission (sparse I/O at depth 1).  -W gives every request queue after
  * the first a worker of its own before anything else, as QEMU does with
  * worker_per_virtqueue=true (VHOST_NEW_WORKER, VHOST_ATTACH_VRING_WORKER;
- * the new workers' ids go to stderr).  -D prints this device's debugfs
+ * the new workers' ids go to stderr).  -O leaves the first request queue
+ * without requests: with -W, only queues on workers of their own are
+ * busy.  -D prints this device's debugfs
  * "queues" file of vhost_scsi_sqcq before closing.  -1 publishes each
  * request on its own, as a driver whose requests come one at a time does
  * (the default publishes what a pass over the completions posted, once).
@@ -889,7 +891,7 @@ static void on_sigusr1(int sig)
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: vhost-io NODE WWPN [-q QUEUES] [-d DEPTH] [-t SECONDS | -n IOS] [-m read|write|verify] [-T TARGET] [-L LUN] [-s] [-i IDLE_US] [-p PAUSE_MS] [-g GAP_MS] [-W] [-D] [-C] [-1] [-M MS]\n");
+	fprintf(stderr, "usage: vhost-io NODE WWPN [-q QUEUES] [-d DEPTH] [-t SECONDS | -n IOS] [-m read|write|verify] [-T TARGET] [-L LUN] [-s] [-i IDLE_US] [-p PAUSE_MS] [-g GAP_MS] [-W] [-O] [-D] [-C] [-1] [-M MS]\n");
 	exit(2);
 }
 
@@ -904,12 +906,13 @@ int main(int argc, char **argv)
 	int one_by_one = 0;	/* -1: publish (and kick) each request alone */
 	unsigned long long sleeps = 0, max_ios = 0;
 	int fd, use_sqcq = 0, dump = 0, checks = 0, paused = 0, c, own = 0;
+	unsigned int first = 0;	/* -O: the first request queue stays idle */
 	unsigned int cycles = 0;
 	struct pollfd pfd[MAXQ];
 	double memcg_wait_ms = 0;	/* -M */
 	long long slab0 = 0;
 
-	while ((c = getopt(argc, argv, "q:d:t:n:m:T:L:si:p:g:WDCR:1M:")) != -1) {
+	while ((c = getopt(argc, argv, "q:d:t:n:m:T:L:si:p:g:WODCR:1M:")) != -1) {
 		switch (c) {
 		case 'q': nq = atoi(optarg); break;
 		case 'd': depth = atoi(optarg); break;
@@ -926,6 +929,7 @@ int main(int argc, char **argv)
 		case 'p': pause_ms = atof(optarg); break;
 		case 'g': gap_us = (useconds_t)(atof(optarg) * 1000); break;
 		case 'W': own = 1; break;
+		case 'O': first = 1; break;
 		case 'D': dump = 1; break;
 		case 'C': checks = 1; use_sqcq = 1; break;
 		case 'R': cycles = strtoul(optarg, NULL, 0); break;
@@ -936,7 +940,8 @@ int main(int argc, char **argv)
 	}
 	if (argc - optind != 2)
 		usage();
-	if (!nq || nq > MAXQ || !depth || depth > SLOTS || secs <= 0) {
+	if (!nq || nq > MAXQ || !depth || depth > SLOTS || secs <= 0 ||
+	    first >= nq) {
 		fprintf(stderr, "vhost-io: QUEUES 1..%d, DEPTH 1..%d\n",
 			MAXQ, SLOTS);
 		return 2;
@@ -982,6 +987,10 @@ int main(int argc, char **argv)
 	if (memcg_wait_ms)
 		slab0 = memcg_slab();
 	for (i = 0; i < nq; i++) {
+		pfd[i].fd = qs[i].call;
+		pfd[i].events = POLLIN;
+		if (i < first)
+			continue;
 		for (s = 0; s < depth; s++) {
 			slot_post(&qs[i], i, s);
 			if (one_by_one)
@@ -989,8 +998,6 @@ int main(int argc, char **argv)
 		}
 		if (!one_by_one)
 			publish_and_kick(&qs[i]);
-		pfd[i].fd = qs[i].call;
-		pfd[i].events = POLLIN;
 	}
 	if (memcg_wait_ms) {
 		unsigned int completed = 0;
@@ -1001,7 +1008,7 @@ int main(int argc, char **argv)
 							       __ATOMIC_ACQUIRE) -
 						qs[i].used_seen);
 		printf("memcg slab_before=%lld slab_inflight=%lld posted=%u completed=%u\n",
-		       slab0, memcg_slab(), nq * depth, completed);
+		       slab0, memcg_slab(), (nq - first) * depth, completed);
 		fflush(stdout);
 	}
 
