@@ -65,18 +65,6 @@ PREFIX=compare TAG=compare-l2
 . tests/e2e/l2-lib.sh
 [ "$GUEST" = sqcq ] || { fail "guest driver must be sqcq (got $GUEST)"; exit 1; }
 
-bound() { vdev "$SLOT_A" && [ -e "/sys/bus/virtio/drivers/virtio_scsi_sqcq/${REPLY##*/}" ]; }
-# disk: DISK = /dev path of LUN 0 of target $TPGT.
-disk() {
-	local d
-	DISK=""
-	vdev "$SLOT_A" || return 1
-	for d in "$REPLY"/host*/target*:0:"$TPGT"/*:0:"$TPGT":0/block/*; do
-		[ -e "$d" ] && { DISK=/dev/${d##*/}; [ -b "$DISK" ]; return; }
-	done
-	return 1
-}
-
 [ -d /sys/module/sd_mod ] || modprobe -a scsi_mod sd_mod
 for v in /sys/bus/virtio/drivers/virtio_scsi/virtio*; do
 	[ -e "$v" ] && echo "${v##*/}" >/sys/bus/virtio/drivers/virtio_scsi/unbind
@@ -174,13 +162,13 @@ load() {
 		fail "$mode insmod"
 		return 1
 	fi
-	if ! wait_for 30 bound || ! wait_for 30 scsi_host "$SLOT_A"; then
+	if ! wait_for 30 sqcq_bound || ! wait_for 30 scsi_host "$SLOT_A"; then
 		fail "$mode driver bound"
 		rmmod virtio_scsi_sqcq
 		return 1
 	fi
 	echo "0 $TPGT 0" >"/sys/class/scsi_host/$REPLY/scan"
-	if ! wait_for 60 disk; then
+	if ! wait_for 60 lun0_disk; then
 		fail "$mode disk visible"
 		rmmod virtio_scsi_sqcq
 		return 1

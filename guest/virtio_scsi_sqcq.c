@@ -24,6 +24,7 @@
 #include <linux/delay.h>
 #include <linux/hrtimer.h>
 #include <linux/interrupt.h>
+#include <linux/irq_work.h>
 #include <linux/kernel_stat.h>
 #include <linux/kthread.h>
 #include <linux/module.h>
@@ -261,9 +262,12 @@ struct virtscsi_dev {
 	 * thread.  poll_passes: its loop count.  poll_rescued: the watchdog
 	 * asked for interrupts since its last pass.  wd_armed: the poll
 	 * thread is not asleep, the watchdog keeps running (written by the
-	 * poll thread only).
+	 * poll thread only).  poll_reap: the rescue's reaping, which takes
+	 * the queues' spinlock_t and completes commands, so it cannot run in
+	 * the watchdog's hard interrupt on PREEMPT_RT.
 	 */
 	struct hrtimer poll_watchdog;
+	struct irq_work poll_reap;
 	unsigned long poll_passes, wd_passes;
 	bool poll_spinning, poll_rescued, wd_armed;
 	u64 poll_yields, poll_rescues, poll_wd_starts;	/* racy reads */
@@ -1777,19 +1781,53 @@ static void virtscsi_poll_awake(struct virtscsi_dev *dev)
 }
 
 /*
- * Ask for interrupts on every polled CQ, then complete what the host
- * published before it could see that (docs/protocol.md section 4: flag, full barrier inside
- * sqcq_request_notify(), re-read).  Any context.
+ * Ask for interrupts on every polled CQ.  The full barrier inside
+ * sqcq_request_notify() orders the flag before the caller's re-read of the
+ * CQ (virtscsi_poll_reap_cqs()), which must follow: what the host
+ * published before it could see the flag raises no interrupt
+ * (docs/protocol.md section 4: flag, barrier, re-read).  Touches only the
+ * flags: any context, hard interrupts included.
  */
-static void virtscsi_poll_request_irqs(struct virtscsi_dev *dev)
+static void virtscsi_poll_ask_irqs(struct virtscsi_dev *dev)
 {
 	struct virtscsi_vq *q;
 	unsigned int i;
 
-	virtscsi_for_each_polled(dev, q, i) {
+	virtscsi_for_each_polled(dev, q, i)
 		sqcq_request_notify(&q->cq->flags, VRING_CQ_F_NEED_WAKEUP);
+}
+
+/*
+ * The re-read: complete what every polled CQ holds.  Takes the queues'
+ * locks and calls scsi_done(): task context, a threadable interrupt or an
+ * irq_work, never a hard-irq timer (a sleeping lock on PREEMPT_RT).
+ */
+static void virtscsi_poll_reap_cqs(struct virtscsi_dev *dev)
+{
+	struct virtscsi_vq *q;
+	unsigned int i;
+
+	virtscsi_for_each_polled(dev, q, i)
 		virtscsi_vq_drain(q, SQCQ_SRC_SQCQ);
-	}
+}
+
+/* Ask for interrupts, then reap what came before.  Task context. */
+static void virtscsi_poll_request_irqs(struct virtscsi_dev *dev)
+{
+	virtscsi_poll_ask_irqs(dev);
+	virtscsi_poll_reap_cqs(dev);
+}
+
+/*
+ * The watchdog's re-read (virtscsi_poll_watchdog()).  An irq_work without
+ * IRQ_WORK_HARD_IRQ: a self-interrupt on a stock kernel, the irq_work
+ * thread on PREEMPT_RT, where the watchdog's hard-irq timer cannot take
+ * the queues' locks.  Should that thread be starved too, the next
+ * completion raises a queue interrupt, whose handler reaps the whole CQ.
+ */
+static void virtscsi_poll_reap(struct irq_work *w)
+{
+	virtscsi_poll_reap_cqs(container_of(w, struct virtscsi_dev, poll_reap));
 }
 
 /*
@@ -1828,9 +1866,9 @@ static void virtscsi_poll_wake(struct virtscsi_dev *dev)
  * for no interrupts, and completions would wait for it.  This hard-irq
  * timer runs every SQCQ_POLL_WATCHDOG_NS while the thread polls; when the
  * thread made no pass in a whole period it asks for interrupts in the
- * thread's place and completes what was already published, so completions
- * come by interrupt (virtscsi_req_cb() completes them itself) until the
- * thread runs again and clears the flags.
+ * thread's place and queues virtscsi_poll_reap() to complete what was
+ * already published, so completions come by interrupt (virtscsi_req_cb()
+ * completes them itself) until the thread runs again and clears the flags.
  */
 /*
  * Whether every polled CQ asks for interrupts.  The thread's own flag
@@ -1866,7 +1904,9 @@ static enum hrtimer_restart virtscsi_poll_watchdog(struct hrtimer *t)
 	    (!READ_ONCE(dev->poll_rescued) || !virtscsi_cqs_ask_irqs(dev))) {
 		WRITE_ONCE(dev->poll_rescued, true);
 		WRITE_ONCE(dev->poll_rescues, dev->poll_rescues + 1);
-		virtscsi_poll_request_irqs(dev);
+		/* Hard irq: the flags here, the re-read in virtscsi_poll_reap(). */
+		virtscsi_poll_ask_irqs(dev);
+		irq_work_queue(&dev->poll_reap);
 	}
 	dev->wd_passes = passes;
 	hrtimer_forward_now(t, ns_to_ktime(SQCQ_POLL_WATCHDOG_NS));
@@ -1936,6 +1976,8 @@ static int virtscsi_poll_fn(void *data)
 
 	hrtimer_setup(&dev->poll_watchdog, virtscsi_poll_watchdog, CLOCK_MONOTONIC,
 		      HRTIMER_MODE_REL_HARD);
+	/* Idle here: the previous thread synced it before it ended. */
+	init_irq_work(&dev->poll_reap, virtscsi_poll_reap);
 	dev->wd_armed = false;
 	dev->poll_bound_gen = atomic_read(&sqcq_poll_cpu_gen) - 1;
 	WRITE_ONCE(dev->poll_window_ns, sqcq_poll_window_start());
@@ -2005,6 +2047,8 @@ static int virtscsi_poll_fn(void *data)
 	WRITE_ONCE(dev->poll_spinning, false);
 	WRITE_ONCE(dev->wd_armed, false);
 	hrtimer_cancel(&dev->poll_watchdog);
+	/* The timer can queue no more: wait for its last reap to end. */
+	irq_work_sync(&dev->poll_reap);
 	/*
 	 * Interrupt me on every completion from now on (docs/protocol.md section 5); the
 	 * barrier inside pairs with sqcq_publish() in the host.  Then reap

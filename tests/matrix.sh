@@ -198,7 +198,7 @@ download() {
 # A tree is complete when it holds .sqcq-complete, which is written before
 # the temporary directory is renamed into place.
 fetch_headers() {
-	local abi=$1 dest=$KH/$1 tmp hdr ver deps kbuild pkgs p deb
+	local abi=$1 dest=$KH/$1 tmp hdr ver deps kbuild common pkgs p deb
 	if [ -f "$dest/.sqcq-complete" ]; then
 		fix_paths "$dest" "$dest"
 		return 0
@@ -230,7 +230,14 @@ fetch_headers() {
 		echo "$hdr=$ver depends on no linux-kbuild-*"
 		return 1
 	}
-	pkgs=("$hdr=$ver" "linux-headers-$abi-common=$ver")
+	# Its common part: linux-headers-<abi>-common, or -common-<flavour>
+	# (6.1.0-57-rt-amd64 needs linux-headers-6.1.0-57-common-rt).
+	common=$(awk '{ print $1 }' <<<"${deps//[,|]/$'\n'}" |
+		grep -m1 '^linux-headers-.*-common') || {
+		echo "$hdr=$ver depends on no linux-headers-*-common*"
+		return 1
+	}
+	pkgs=("$hdr=$ver" "$common=$ver")
 	mkdir -p "$tmp/debs"
 	# The kbuild package of the same source version, else the newest.
 	if download "$tmp/debs" "${pkgs[@]}" "$kbuild=$ver"; then

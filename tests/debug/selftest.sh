@@ -6,7 +6,7 @@
 #
 # Tests (default: all, in this order):
 #   classes   the FAIL line of tests/vm/run.sh names the class of each kind
-#             of report (KASAN, KFENCE, UBSAN, lockdep, sleeping in atomic,
+#             of report (KASAN, KFENCE, UBSAN, lockdep, wait context, sleeping in atomic,
 #             scheduling while atomic, ODEBUG, SLUB, kmemleak) from sample
 #             kernel-log lines; a kmemleak file is summarised (no VM)
 #   build     tests/debug/bad/sqcq_bad.ko builds against the debug kernel
@@ -21,6 +21,11 @@
 #             silence each other.  One VM instead of four: a VM of the
 #             sanitizer kernel costs about 100 s before its command does
 #             anything (boot, two kmemleak scans, power-off).
+#   rawnest   ... with a spinlock_t taken in a hard-irq hrtimer (rawnest=1):
+#             run.sh must fail naming wait-context ("BUG: Invalid wait
+#             context", PROVE_RAW_LOCK_NESTING; the guest watchdog's bug on
+#             PREEMPT_RT).  A VM of its own: it is a lockdep report, and
+#             lockdep reports once per boot.
 #   oob, leak, sleep, lockdep, ubsan, odebug   one bug each (by hand)
 #   more      lockdep, UBSAN and ODEBUG in one VM (by hand)
 #
@@ -44,7 +49,7 @@ while [ $# -gt 0 ]; do
 	*) tests+=("$1"); shift ;;
 	esac
 done
-[ ${#tests[@]} -gt 0 ] || tests=(classes build clean all)
+[ ${#tests[@]} -gt 0 ] || tests=(classes build clean all rawnest)
 
 passed=0 failed=0
 tmp=$(mktemp -d)
@@ -99,6 +104,7 @@ lockdep|WARNING: possible circular locking dependency detected
 lockdep|WARNING: inconsistent lock state
 lockdep|WARNING: possible recursive locking detected
 lockdep|INFO: trying to register non-static key.
+wait-context|BUG: Invalid wait context
 sleeping-in-atomic|BUG: sleeping function called from invalid context at kernel/locking/mutex.c:580
 scheduling-while-atomic|BUG: scheduling while atomic: insmod/123/0x00000002
 ODEBUG|ODEBUG: free active (active state 0) object: 0000 object type: timer_list hint: bad_timer_fn+0x0/0x10
@@ -227,6 +233,7 @@ for t in "${tests[@]}"; do
 		lockdep sleeping-in-atomic UBSAN ODEBUG kmemleak KASAN ;;
 	more) check more t_bad "lockdep=1 ubsan=1 odebug=1" lockdep UBSAN ODEBUG ;;
 	lockdep) check lockdep t_bad lockdep=1 lockdep ;;
+	rawnest) check rawnest t_bad rawnest=1 wait-context ;;
 	ubsan) check ubsan t_bad ubsan=1 UBSAN ;;
 	odebug) check odebug t_bad odebug=1 ODEBUG ;;
 	*) echo "FAIL: debug-selftest-$t (unknown test)"; failed=$((failed + 1)) ;;

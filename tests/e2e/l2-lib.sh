@@ -81,6 +81,18 @@ sqcq_moved() {
 		[ "$DBS" = "$1" ]
 	fi
 }
+# sqcq_bound: the device of $SLOT_A is bound to virtio_scsi_sqcq.
+sqcq_bound() { vdev "$SLOT_A" && [ -e "/sys/bus/virtio/drivers/virtio_scsi_sqcq/${REPLY##*/}" ]; }
+# lun0_disk: DISK = /dev path of LUN 0 of target $TPGT under $SLOT_A.
+lun0_disk() {
+	local d
+	DISK=""
+	vdev "$SLOT_A" || return 1
+	for d in "$REPLY"/host*/target*:0:"$TPGT"/*:0:"$TPGT":0/block/*; do
+		[ -e "$d" ] && { DISK=/dev/${d##*/}; [ -b "$DISK" ]; return; }
+	done
+	return 1
+}
 # scsi_host SLOT: REPLY = its SCSI host (hostN).
 scsi_host() {
 	local h

@@ -16,13 +16,18 @@ _sqcq_here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=tests/lib/apt.sh
 . "$_sqcq_here/apt.sh"
 
-# id           suite               chroot
+# A flavour other than amd64 (Debian's rt: PREEMPT_RT) is part of the id
+# and of the ABI: 6.1-rt -> 6.1.0-57-rt, so that <abi>-amd64 is still the
+# kernel release (6.1.0-57-rt-amd64) and the package names follow
+# (linux-headers-6.1.0-57-rt-amd64, linux-image-...-rt-amd64-unsigned).
+# id           suite               chroot  flavour
 SQCQ_KERNELS="
-5.10         bullseye            -
-6.1          bookworm-security   -
-6.12-bpo     bookworm-backports  -
-6.12         trixie              trixie
-7.2          sid                 sid
+5.10         bullseye            -       -
+6.1          bookworm-security   -       -
+6.1-rt       bookworm-security   -       rt
+6.12-bpo     bookworm-backports  -       -
+6.12         trixie              trixie  -
+7.2          sid                 sid     -
 "
 # Kernels the VM tests boot by default: the oldest fully supported one and the
 # newest (read by the scripts that source this file).
@@ -68,7 +73,7 @@ sqcq_kernel_needs_chroot() { [ -n "$(sqcq_kernel_chroot "$1")" ]; }
 # is cached next to the package lists and recomputed only after they were
 # refreshed (apt-cache over six suites costs seconds).
 sqcq_kernel_abi() {
-	local id="$1" suite ver dep cache stamp
+	local id="$1" suite ver dep cache stamp meta flav
 	if sqcq_kernel_is_local "$id"; then
 		# Built here: ask the builder what it last installed.
 		"$_sqcq_here/../../$(sqcq_kernel_builder "$id")" --print-abi && return 0
@@ -87,9 +92,12 @@ sqcq_kernel_abi() {
 		cat "$cache"
 		return 0
 	fi
-	ver=$(sqcq_apt_candidate "$suite" linux-headers-amd64)
+	meta=linux-headers-amd64
+	flav=$(sqcq_kernel_field "$id" 4)
+	[ "${flav:--}" = - ] || meta=linux-headers-$flav-amd64
+	ver=$(sqcq_apt_candidate "$suite" "$meta")
 	[ -n "$ver" ] || return 1
-	dep=$(sqcq_apt show "linux-headers-amd64=$ver" 2>/dev/null |
+	dep=$(sqcq_apt show "$meta=$ver" 2>/dev/null |
 		sed -n 's/^Depends: *//p' | head -n 1 | tr ',' '\n' |
 		sed -n 's/^ *linux-headers-\(.*\)-amd64.*/\1/p' | head -n 1)
 	[ -n "$dep" ] || return 1

@@ -295,6 +295,7 @@ SQCQ_VM_LOG_BAD='WARNING:|BUG:|Oops|general protection fault|Kernel panic|kernel
 SQCQ_VM_LOG_CLASSES="KASAN	KASAN:
 KFENCE	KFENCE:
 UBSAN	UBSAN:
+wait-context	BUG: Invalid wait context
 lockdep	WARNING: (possible circular locking|possible recursive locking|inconsistent lock state|possible irq lock inversion|suspicious RCU usage|bad unlock balance|held lock freed|lock held when returning|Nested lock was not taken|bad contention)|DEBUG_LOCKS_WARN_ON|INFO: trying to register non-static key|BUG: MAX_LOCKDEP
 sleeping-in-atomic	BUG: sleeping function called from invalid context
 scheduling-while-atomic	BUG: scheduling while atomic

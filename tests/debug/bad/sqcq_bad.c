@@ -10,8 +10,12 @@
  *   lockdep=1   take two mutexes in both orders     (lockdep: circular)
  *   ubsan=1     index an array member past its end   (UBSAN: bounds)
  *   odebug=1    free a pending timer                (DEBUG_OBJECTS)
+ *   rawnest=1   take a spinlock_t in a hard-irq hrtimer
+ *                                   (PROVE_RAW_LOCK_NESTING: wait context)
  */
 #include <linux/compiler.h>
+#include <linux/delay.h>
+#include <linux/hrtimer.h>
 #include <linux/jiffies.h>
 #include <linux/module.h>
 #include <linux/mutex.h>
@@ -37,6 +41,9 @@ MODULE_PARM_DESC(ubsan, "index an array past its end");
 static bool odebug;
 module_param(odebug, bool, 0444);
 MODULE_PARM_DESC(odebug, "free a timer that is still pending");
+static bool rawnest;
+module_param(rawnest, bool, 0444);
+MODULE_PARM_DESC(rawnest, "take a spinlock_t in a hard-irq hrtimer callback");
 
 static DEFINE_SPINLOCK(bad_spin);
 static DEFINE_MUTEX(bad_mutex_a);
@@ -135,6 +142,33 @@ static noinline int bad_odebug(void)
 	return 0;
 }
 
+/*
+ * A hard-irq hrtimer's callback runs in hard interrupt context even on
+ * PREEMPT_RT, where a spinlock_t sleeps: the guest watchdog's old bug.
+ */
+static struct hrtimer bad_hrtimer;
+static bool bad_hrtimer_ran;
+
+static enum hrtimer_restart bad_hrtimer_fn(struct hrtimer *t)
+{
+	spin_lock(&bad_spin);
+	spin_unlock(&bad_spin);
+	WRITE_ONCE(bad_hrtimer_ran, true);
+	return HRTIMER_NORESTART;
+}
+
+static noinline void bad_rawnest(void)
+{
+	int i;
+
+	hrtimer_init(&bad_hrtimer, CLOCK_MONOTONIC, HRTIMER_MODE_REL_HARD);
+	bad_hrtimer.function = bad_hrtimer_fn;
+	hrtimer_start(&bad_hrtimer, ms_to_ktime(1), HRTIMER_MODE_REL_HARD);
+	for (i = 0; i < 100 && !READ_ONCE(bad_hrtimer_ran); i++)
+		msleep(10);
+	hrtimer_cancel(&bad_hrtimer);
+}
+
 static int __init sqcq_bad_init(void)
 {
 	int ret = 0;
@@ -142,6 +176,8 @@ static int __init sqcq_bad_init(void)
 	/* lockdep first: any other report switches it off. */
 	if (lockdep)
 		bad_lockdep();
+	if (rawnest)
+		bad_rawnest();
 	if (sleep)
 		bad_sleep();
 	if (ubsan)
