@@ -193,6 +193,21 @@ static inline int sqcq_target_submit(struct se_cmd *se, struct se_session *sess,
 #include <scsi/scsi_device.h>
 #include <scsi/scsi_host.h>
 
+/*
+ * Interrupt queues worth having for @max offered: one per CPU that may
+ * take a managed interrupt.  Where the block layer has the helper, it
+ * leaves out the CPUs of isolcpus=managed_irq, as the in-tree drivers of
+ * that kernel do; before it, every possible CPU counts, as it did there.
+ */
+static inline unsigned int sqcq_possible_queues(unsigned int max)
+{
+#ifdef SQCQ_HAVE_BLK_MQ_NUM_POSSIBLE_QUEUES
+	return blk_mq_num_possible_queues(max);
+#else
+	return min(max, nr_cpu_ids);
+#endif
+}
+
 /* queuecommand returns enum scsi_qc_status from 7.x on, int before. */
 #ifdef SQCQ_HAVE_SCSI_QC_STATUS
 #define sqcq_qc_ret_t		enum scsi_qc_status

@@ -2876,8 +2876,11 @@ static void virtscsi_size_queues(struct virtio_device *vdev, unsigned int *nr_re
 		dev_warn(&vdev->dev, "device reports 0 request queues; using 1\n");
 		cfg = 1;
 	}
-	/* One interrupt queue per CPU at most; poll queues come on top. */
-	*nr_req = min(cfg, nr_cpu_ids + want_poll);
+	/*
+	 * One interrupt queue per CPU that takes managed interrupts at most
+	 * (sqcq_possible_queues()); poll queues come on top.
+	 */
+	*nr_req = min(cfg, sqcq_possible_queues(cfg) + want_poll);
 	*nr_poll = min(want_poll, *nr_req - 1);
 	if (*nr_poll < want_poll)
 		dev_info(&vdev->dev, "poll_queues=%u: only %u possible with %u request queues (one interrupt queue stays)\n",

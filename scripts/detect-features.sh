@@ -68,6 +68,7 @@ has SQCQ_HAVE_EH_TIMEOUT_ENUM scsi/scsi_host.h \
 	'enum scsi_timeout_action \(\* ?eh_timed_out\)'
 exists SQCQ_HAVE_BLK_MQ_VIRTIO_H linux/blk-mq-virtio.h
 has SQCQ_HAVE_BLK_MQ_MAP_HW_QUEUES linux/blk-mq.h 'blk_mq_map_hw_queues\('
+has SQCQ_HAVE_BLK_MQ_NUM_POSSIBLE_QUEUES linux/blk-mq.h 'blk_mq_num_possible_queues\('
 has SQCQ_HAVE_VIRTQUEUE_INFO linux/virtio_config.h 'struct virtqueue_info \{'
 has SQCQ_HAVE_VIRTIO_RESET_DEVICE linux/virtio.h 'virtio_reset_device\('
 has SQCQ_HAVE_SCSI_CMD_TO_RQ scsi/scsi_cmnd.h 'scsi_cmd_to_rq\(struct scsi_cmnd'

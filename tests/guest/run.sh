@@ -29,6 +29,9 @@
 # that the driver either refuses SQ/CQ with one line or sends the doorbell
 # area as a DMA (IOMMU) address, and that I/O verifies.
 #
+# Then a VM with isolcpus=managed_irq,1 (tests/guest/queues.sh): as many
+# interrupt queues as the in-tree driver of that kernel makes.
+#
 # The module comes from out/<abi>/guest/ (tests/matrix.sh ID builds it) or
 # --ko. Prints PASS:/FAIL: lines; exit status 0 when all passed.
 set -euo pipefail
@@ -205,4 +208,22 @@ if [ "$iommu" = 1 ]; then
 		--results "$work/results-iommu" "${iargs[@]}" \
 		-- tests/guest/iommu.sh /run/sqcq/out/virtio_scsi_sqcq.ko || rc=$?
 fi
+
+# A VM with CPU 1 isolated from managed interrupts (isolcpus=managed_irq,1)
+# and a virtio-scsi-pci offering 2 request queues: tests/guest/queues.sh
+# checks that the driver makes as many interrupt queues as the in-tree
+# virtio_scsi of that kernel (fewer where the block layer leaves isolated
+# CPUs out: blk_mq_num_possible_queues()).
+mkdir -p "$work/results-queues"
+cp "$work/results/virtio_scsi_sqcq.ko" "$work/results-queues/"
+# shellcheck disable=SC2054 # the commas belong to one option
+qqargs=(
+	--qemu-arg -device --qemu-arg virtio-scsi-pci,id=scsi2,num_queues=2
+	--qemu-arg -drive --qemu-arg "file=$work/disk0.img,format=raw,if=none,id=q0,cache=writeback"
+	--qemu-arg -device --qemu-arg "scsi-hd,drive=q0,bus=scsi2.0,scsi-id=0,lun=0"
+)
+tests/vm/run.sh --kernel "$id" --smp 2 --mem 1024 --timeout 300 \
+	--append " modprobe.blacklist=virtio_scsi isolcpus=managed_irq,1" \
+	--results "$work/results-queues" "${qqargs[@]}" \
+	-- tests/guest/queues.sh /run/sqcq/out/virtio_scsi_sqcq.ko || rc=$?
 exit "$rc"
