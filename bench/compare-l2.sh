@@ -66,9 +66,7 @@ PREFIX=compare TAG=compare-l2
 [ "$GUEST" = sqcq ] || { fail "guest driver must be sqcq (got $GUEST)"; exit 1; }
 
 [ -d /sys/module/sd_mod ] || modprobe -a scsi_mod sd_mod
-for v in /sys/bus/virtio/drivers/virtio_scsi/virtio*; do
-	[ -e "$v" ] && echo "${v##*/}" >/sys/bus/virtio/drivers/virtio_scsi/unbind
-done
+unbind_intree
 
 # l1_exits: REPLY = L1's VM exits by reason since its first answer,
 # "reason=count ..." (bench/l1-exits.sh, run by l1.sh on

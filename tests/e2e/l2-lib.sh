@@ -81,6 +81,14 @@ sqcq_moved() {
 		[ "$DBS" = "$1" ]
 	fi
 }
+# unbind_intree: take every virtio-scsi device from the in-tree driver (it
+# is blacklisted on L2's command line; if something bound it anyway).
+unbind_intree() {
+	local v
+	for v in /sys/bus/virtio/drivers/virtio_scsi/virtio*; do
+		[ -e "$v" ] && echo "${v##*/}" >/sys/bus/virtio/drivers/virtio_scsi/unbind
+	done
+}
 # sqcq_bound: the device of $SLOT_A is bound to virtio_scsi_sqcq.
 sqcq_bound() { vdev "$SLOT_A" && [ -e "/sys/bus/virtio/drivers/virtio_scsi_sqcq/${REPLY##*/}" ]; }
 # lun0_disk: DISK = /dev path of LUN 0 of target $TPGT under $SLOT_A.

@@ -27,9 +27,7 @@ PREFIX="e2e $LABEL watchdog" TAG=e2e-wd
 [ "$GUEST" = sqcq ] || { fail "guest driver must be sqcq (got $GUEST)"; exit 1; }
 
 [ -d /sys/module/sd_mod ] || modprobe -a scsi_mod sd_mod
-for v in /sys/bus/virtio/drivers/virtio_scsi/virtio*; do
-	[ -e "$v" ] && echo "${v##*/}" >/sys/bus/virtio/drivers/virtio_scsi/unbind
-done
+unbind_intree
 # shellcheck disable=SC2086 # parameters, split on purpose
 if ! insmod "$KO" ${E2E_GUEST_PARAMS:-}; then
 	fail "insmod $KO ${E2E_GUEST_PARAMS:-}"

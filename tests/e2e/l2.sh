@@ -167,11 +167,7 @@ intree)
 	;;
 sqcq)
 	want=virtio_scsi_sqcq
-	# The in-tree driver is blacklisted on the command line; if something
-	# bound it anyway, take the devices away from it.
-	for v in /sys/bus/virtio/drivers/virtio_scsi/virtio*; do
-		[ -e "$v" ] && echo "${v##*/}" >/sys/bus/virtio/drivers/virtio_scsi/unbind
-	done
+	unbind_intree
 	[ -f "$KO" ] || fail "no guest module at $KO"
 	# shellcheck disable=SC2086 # parameters, split on purpose
 	insmod "$KO" ${E2E_GUEST_PARAMS:-} || fail "insmod $KO"

@@ -77,7 +77,7 @@ cleanup() {
 	rm -rf "$work"
 }
 trap cleanup EXIT
-mkdir -p "$work/results" "$work/results-iommu"
+mkdir -p "$work/results"
 # The VM loads its own copy (seen at $SQCQ_RESULTS there), taken while no
 # tests/matrix.sh runs (it holds out/.matrix.lock and rewrites out/<abi>/ in
 # place; an insmod of a half-written module fails).
@@ -192,21 +192,29 @@ tests/vm/run.sh --kernel "$id" --smp 2 --mem 1024 --timeout "$timeout_s" \
 	--env "SQCQ_GUEST_MONITOR=$hotplug" --env SQCQ_GUEST_EIO_DISK=3 "${qargs[@]}" \
 	-- tests/guest/inside.sh /run/sqcq/out/virtio_scsi_sqcq.ko || rc=$?
 
+# side_vm NAME TIMEOUT APPEND SCRIPT QEMU-ARG...: one more VM with the
+# driver's copy in its own results directory (results-NAME), running
+# tests/guest/SCRIPT on it; its status into rc.
+side_vm() {
+	local name=$1 tmo=$2 append=$3 script=$4 a qa=()
+	shift 4
+	mkdir -p "$work/results-$name"
+	cp "$work/results/virtio_scsi_sqcq.ko" "$work/results-$name/"
+	for a in "$@"; do qa+=(--qemu-arg "$a"); done
+	tests/vm/run.sh --kernel "$id" --smp 2 --mem 1024 --timeout "$tmo" \
+		--append " modprobe.blacklist=virtio_scsi$append" \
+		--results "$work/results-$name" "${qa[@]}" \
+		-- "tests/guest/$script" /run/sqcq/out/virtio_scsi_sqcq.ko || rc=$?
+}
+
+# shellcheck disable=SC2054 # the commas belong to one option
 if [ "$iommu" = 1 ]; then
-	cp "$work/results/virtio_scsi_sqcq.ko" "$work/results-iommu/"
 	# The vIOMMU before the devices that translate through it.
-	# shellcheck disable=SC2054 # the commas belong to one option
-	iargs=(
-		--qemu-arg -machine --qemu-arg q35
-		--qemu-arg -device --qemu-arg intel-iommu,intremap=off
-		--qemu-arg -device --qemu-arg virtio-scsi-pci,id=scsi1,num_queues=2,iommu_platform=on,disable-legacy=on
-		--qemu-arg -drive --qemu-arg "file=$work/disk0.img,format=raw,if=none,id=i0,cache=writeback"
-		--qemu-arg -device --qemu-arg "scsi-hd,drive=i0,bus=scsi1.0,scsi-id=0,lun=0"
-	)
-	tests/vm/run.sh --kernel "$id" --smp 2 --mem 1024 --timeout 600 \
-		--append " modprobe.blacklist=virtio_scsi intel_iommu=on iommu.passthrough=0" \
-		--results "$work/results-iommu" "${iargs[@]}" \
-		-- tests/guest/iommu.sh /run/sqcq/out/virtio_scsi_sqcq.ko || rc=$?
+	side_vm iommu 600 " intel_iommu=on iommu.passthrough=0" iommu.sh \
+		-machine q35 -device intel-iommu,intremap=off \
+		-device virtio-scsi-pci,id=scsi1,num_queues=2,iommu_platform=on,disable-legacy=on \
+		-drive "file=$work/disk0.img,format=raw,if=none,id=i0,cache=writeback" \
+		-device "scsi-hd,drive=i0,bus=scsi1.0,scsi-id=0,lun=0"
 fi
 
 # A VM with CPU 1 isolated from managed interrupts (isolcpus=managed_irq,1)
@@ -214,16 +222,9 @@ fi
 # checks that the driver makes as many interrupt queues as the in-tree
 # virtio_scsi of that kernel (fewer where the block layer leaves isolated
 # CPUs out: blk_mq_num_possible_queues()).
-mkdir -p "$work/results-queues"
-cp "$work/results/virtio_scsi_sqcq.ko" "$work/results-queues/"
 # shellcheck disable=SC2054 # the commas belong to one option
-qqargs=(
-	--qemu-arg -device --qemu-arg virtio-scsi-pci,id=scsi2,num_queues=2
-	--qemu-arg -drive --qemu-arg "file=$work/disk0.img,format=raw,if=none,id=q0,cache=writeback"
-	--qemu-arg -device --qemu-arg "scsi-hd,drive=q0,bus=scsi2.0,scsi-id=0,lun=0"
-)
-tests/vm/run.sh --kernel "$id" --smp 2 --mem 1024 --timeout 300 \
-	--append " modprobe.blacklist=virtio_scsi isolcpus=managed_irq,1" \
-	--results "$work/results-queues" "${qqargs[@]}" \
-	-- tests/guest/queues.sh /run/sqcq/out/virtio_scsi_sqcq.ko || rc=$?
+side_vm queues 300 " isolcpus=managed_irq,1" queues.sh \
+	-device virtio-scsi-pci,id=scsi2,num_queues=2 \
+	-drive "file=$work/disk0.img,format=raw,if=none,id=q0,cache=writeback" \
+	-device "scsi-hd,drive=q0,bus=scsi2.0,scsi-id=0,lun=0"
 exit "$rc"
