@@ -169,6 +169,13 @@ struct vhost_scsi_cmd {
 				       int *post_ret);
 	u8 cdb[VIRTIO_SCSI_CDB_SIZE];
 	unsigned char sense[TRANSPORT_SENSE_BUFFER];
+	/*
+	 * The whole writable part as guest ranges, for the dirty log at
+	 * completion (host/vhost_log.c): kept for every command, as logging
+	 * may start while it is in flight.  Points behind resp_iov[].
+	 */
+	struct vhost_log_range *wlog;
+	unsigned int wlog_cnt;
 	unsigned int resp_cnt;
 	struct iovec resp_iov[];	/* where the response header goes */
 };
@@ -537,9 +544,13 @@ static struct vhost_scsi_cmd *vhost_scsi_cmd_alloc(struct vhost_vq *vq,
 	}
 	for (k = 0; k < req->in_cnt && have < resp_len; k++)
 		have += in[k].iov_len;
-	cmd = kzalloc(struct_size(cmd, resp_iov, k), GFP_KERNEL_ACCOUNT);
+	/* in_cnt <= SQCQ_MAX_IOV: no overflow. */
+	cmd = kzalloc(struct_size(cmd, resp_iov, k) +
+		      req->in_cnt * sizeof(*cmd->wlog), GFP_KERNEL_ACCOUNT);
 	if (!cmd)
 		return NULL;
+	cmd->wlog = (struct vhost_log_range *)&cmd->resp_iov[k];
+	cmd->wlog_cnt = vhost_req_in_ranges(req, cmd->wlog);
 	/* High-water mark for debugfs (racy between queues: a statistic). */
 	if (++s->vq_inflight[vq->index] > READ_ONCE(s->inflight_max))
 		WRITE_ONCE(s->inflight_max, s->vq_inflight[vq->index]);
@@ -843,9 +854,14 @@ static unsigned int vhost_sqcq_complete_one_vq(struct vhost_vq *vq)
 	/* llist is LIFO: answer in the order the core finished them. */
 	list = llist_reverse_order(list);
 	llist_for_each_entry_safe(cmd, tmp, list, done_node) {
-		if (vq->running && !vq->broken && cmd->gen == vq->start_gen &&
-		    !vhost_vq_push_used(vq, cmd->head, vhost_scsi_cmd_write_resp(cmd)))
-			pushed++;
+		if (vq->running && !vq->broken && cmd->gen == vq->start_gen) {
+			u32 len = vhost_scsi_cmd_write_resp(cmd);
+
+			/* Data and response written: log, then publish. */
+			if (!vhost_vq_log_ranges(vq, cmd->wlog, cmd->wlog_cnt) &&
+			    !vhost_vq_push_used(vq, cmd->head, len))
+				pushed++;
+		}
 		vhost_scsi_cmd_free(cmd);
 		/* Up to a ring's worth (32768) of unpinning: take breaks. */
 		if (!(++n % SQCQ_VQ_WEIGHT))
@@ -1100,6 +1116,7 @@ void vhost_scsi_handle_evt(struct vhost_vq *vq)
 	struct virtio_scsi_event ev;
 	unsigned int pushed = 0, served = 0;
 	struct vhost_scsi_evt *e;
+	u32 len;
 	struct vhost_req req;
 	int ret;
 
@@ -1155,8 +1172,9 @@ void vhost_scsi_handle_evt(struct vhost_vq *vq)
 		spin_unlock(&s->evt_lock);
 		kfree(e);
 
-		if (vhost_vq_push_used(vq, req.head,
-				       vhost_req_copy_to(&req, 0, &ev, sizeof(ev))))
+		len = vhost_req_copy_to(&req, 0, &ev, sizeof(ev));
+		if (vhost_vq_log_req(vq, &req) ||
+		    vhost_vq_push_used(vq, req.head, len))
 			break;
 		pushed++;
 		atomic64_inc(&s->stat_events);

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
- * Host module only (implemented in host/vhost_core.c and
- * host/vhost_sqcq.c): the module's own small
+ * Host module only (implemented in host/vhost_core.c,
+ * host/vhost_sqcq.c and host/vhost_log.c): the module's own small
  * vhost core -- device ownership and the owner's mm, the guest memory
  * table, split virtqueues driven through the vhost ioctl UAPI,
  * kick/call/err eventfds and the worker thread.
@@ -105,6 +105,13 @@ struct vhost_req {
 	unsigned int in_cnt;		/* iov[out_cnt ..) device-writable */
 	size_t out_len, in_len;		/* bytes of each part */
 	struct iovec *iov;		/* the vq's iov array */
+	u64 *gpa;			/* guest address of each iov entry */
+};
+
+/* A guest range the host writes, for the dirty log (host/vhost_log.c). */
+struct vhost_log_range {
+	u64 gpa;
+	u64 len;
 };
 
 /*
@@ -154,6 +161,17 @@ struct vhost_vq {
 	bool signalled_used_valid;
 	const struct vhost_umem *umem;	/* table translations use */
 	struct iovec *iov;		/* SQCQ_MAX_IOV entries while running */
+	u64 *iov_gpa;			/* their guest addresses, as many */
+
+	/*
+	 * Dirty logging (host/vhost_log.c), vq.mutex: the log base (a copy
+	 * of dev->log_base, 0: none), whether the used ring is logged and at
+	 * which guest address (VHOST_VRING_F_LOG), the log eventfd.
+	 */
+	u64 log_base;
+	bool log_used;
+	u64 log_addr;
+	struct eventfd_ctx *log_ctx;
 
 	/* Eventfds (vq.mutex for the pointers). */
 	struct eventfd_ctx *call_ctx;
@@ -187,6 +205,7 @@ struct vhost_vq {
 	u64 stat_doorbells;		/* SQ index moves the poller found */
 	u64 stat_calls_saved;		/* completions published without a call */
 	u64 stat_handoffs;		/* doorbells passed to the queue's worker */
+	u64 stat_log_writes;		/* guest ranges set in the dirty log */
 };
 
 struct vhost_dev_ops {
@@ -228,6 +247,15 @@ struct vhost_dev {
 
 	u64 features;			/* acked by SET_FEATURES */
 	const struct vhost_umem *umem;	/* current table, NULL: none set */
+	/*
+	 * The dirty log: VHOST_SET_LOG_BASE's address (0: none) and
+	 * VHOST_SET_LOG_FD's eventfd.  Written with dev->mutex and poll_lock
+	 * held, then copied into each vq under its mutex; the doorbell
+	 * area's logging reads log_base under poll_lock.
+	 */
+	u64 log_base;
+	struct eventfd_ctx *log_ctx;
+	u64 stat_log_failures;		/* log writes that failed */
 
 	unsigned int nvqs;
 	struct vhost_vq *vqs;
@@ -463,6 +491,45 @@ void vhost_worker_serve(struct vhost_vq *vq, struct vhost_worker *w);
 bool vhost_worker_serve_pending(struct vhost_worker *w);
 /* Whether a queue of @w is pending (a kick or a completion not served yet). */
 bool vhost_worker_has_pending(struct vhost_worker *w);
+
+/* ---- dirty logging (host/vhost_log.c) ---- */
+
+/*
+ * Whether @umem's guest addresses, and every logged used ring, have their
+ * bits inside user memory at log base @base (0: no log, always true).
+ * dev->mutex held.
+ */
+bool vhost_log_covers(struct vhost_dev *dev, const struct vhost_umem *umem,
+		      u64 base);
+/* Whether [@gpa, @gpa + @len) has its bits in user memory at @base. */
+bool vhost_log_range_ok(u64 base, u64 gpa, u64 len);
+/* VHOST_SET_LOG_BASE and VHOST_SET_LOG_FD; dev->mutex held, the owner. */
+long vhost_dev_set_log_base(struct vhost_dev *dev, u64 base);
+long vhost_dev_set_log_fd(struct vhost_dev *dev, int fd);
+/*
+ * The host wrote guest range [@gpa, @gpa + @len): set its bits in the
+ * dirty log if logging is on.  vq->mutex held, in the owner's mm.  A log
+ * that cannot be written fails the ring (a page left out would reach the
+ * destination stale).  Returns 0 or -EFAULT.
+ */
+int vhost_vq_log_write(struct vhost_vq *vq, u64 gpa, u64 len);
+int vhost_vq_log_ranges(struct vhost_vq *vq, const struct vhost_log_range *r,
+			unsigned int n);
+/* The writable part of @req, all of it; vq->mutex held. */
+int vhost_vq_log_req(struct vhost_vq *vq, const struct vhost_req *req);
+/* Used ring bytes [@offset, @offset + @len), if the ring is logged. */
+int vhost_vq_log_used(struct vhost_vq *vq, u64 offset, u64 len);
+/*
+ * Into @out (room for req->in_cnt entries): the writable part of @req as
+ * guest ranges, adjacent ones merged.  Returns how many.
+ */
+unsigned int vhost_req_in_ranges(const struct vhost_req *req,
+				 struct vhost_log_range *out);
+/*
+ * The doorbell area [@gpa, @gpa + @len) after the host's last write to
+ * it; poll_lock held.  Only in the owner's mm (an ioctl or a worker).
+ */
+void vhost_dev_log_area(struct vhost_dev *dev, u64 gpa, u64 len);
 
 /* Copy between a request's segments and a kernel buffer. */
 size_t vhost_req_copy_from(const struct vhost_req *req, void *buf,

@@ -10,6 +10,7 @@
  */
 #include <linux/cgroup.h>
 #include <linux/file.h>
+#include <linux/highmem.h>
 #include <linux/kthread.h>
 #include <linux/log2.h>
 #include <linux/memcontrol.h>
@@ -111,7 +112,7 @@ static __le16 __user *vhost_avail_event(struct vhost_vq *vq)
 
 u64 vhost_dev_offered_features(const struct vhost_dev *dev)
 {
-	return SQCQ_RING_FEATURES | dev->ops->features;
+	return SQCQ_RING_FEATURES | BIT_ULL(VHOST_F_LOG_ALL) | dev->ops->features;
 }
 
 /* ------------------------------------------------------------------ */
@@ -294,6 +295,14 @@ static long vhost_set_mem_table(struct vhost_dev *dev, void __user *argp)
 	umem = vhost_umem_build(argp);
 	if (IS_ERR(umem))
 		return PTR_ERR(umem);
+	/* While logging, the log must hold the new table's bits too. */
+	if (vhost_dev_has_feature(dev, VHOST_F_LOG_ALL) &&
+	    !vhost_log_covers(dev, umem, dev->log_base)) {
+		vhost_dev_log(dev, KERN_WARNING, "owner %d: memory table refused: the dirty log at 0x%llx does not cover it\n",
+			      dev->owner_pid, dev->log_base);
+		kvfree(umem);
+		return -EFAULT;
+	}
 	/*
 	 * Each queue switches under its own mutex, so the worker sees either
 	 * table for a whole batch and never the old one after this loop.
@@ -1023,6 +1032,7 @@ static int vhost_req_add(struct vhost_vq *vq, struct vhost_req *req, u64 gpa,
 		iov = &req->iov[req->out_cnt + req->in_cnt];
 		iov->iov_base = u64_to_user_ptr(r->uaddr + (gpa - r->gpa));
 		iov->iov_len = chunk;
+		req->gpa[req->out_cnt + req->in_cnt] = gpa;
 		if (writable)
 			req->in_cnt++;
 		else
@@ -1106,6 +1116,7 @@ static int vhost_walk_chain(struct vhost_vq *vq, struct vhost_req *req, u16 head
 	req->out_len = 0;
 	req->in_len = 0;
 	req->iov = vq->iov;
+	req->gpa = vq->iov_gpa;
 	for (left = vq->num; ; left--) {
 		u16 flags;
 
@@ -1215,6 +1226,12 @@ int vhost_vq_push_used(struct vhost_vq *vq, u16 head, u32 len)
 		vhost_vq_fail(vq, "cannot write used->idx");
 		return -EFAULT;
 	}
+	/* After both writes (vhost_log.c says why after). */
+	if (vhost_vq_log_used(vq, vhost_used_entry(vq, vq->last_used_idx) -
+			      vq->used, sizeof(e)) ||
+	    vhost_vq_log_used(vq, (void __user *)vhost_used_idx(vq) - vq->used,
+			      sizeof(__le16)))
+		return -EFAULT;
 	vq->last_used_idx++;
 	/* 65536 entries since the last signal: the old mark is ambiguous. */
 	if (vq->last_used_idx == vq->signalled_used)
@@ -1323,6 +1340,8 @@ void vhost_vq_disable_kicks(struct vhost_vq *vq)
 		return;
 	if (put_user(cpu_to_le16(VRING_USED_F_NO_NOTIFY), vhost_used_flags(vq)))
 		vhost_vq_fail(vq, "cannot write used->flags");
+	else
+		vhost_vq_log_used(vq, 0, sizeof(__le16));
 }
 
 bool vhost_vq_enable_kicks(struct vhost_vq *vq)
@@ -1341,6 +1360,13 @@ bool vhost_vq_enable_kicks(struct vhost_vq *vq)
 		vhost_vq_fail(vq, "cannot write the kick suppression field");
 		return false;
 	}
+	if (vhost_dev_has_feature(vq->dev, VIRTIO_RING_F_EVENT_IDX))
+		ret = vhost_vq_log_used(vq, (void __user *)vhost_avail_event(vq) -
+					vq->used, sizeof(__le16));
+	else
+		ret = vhost_vq_log_used(vq, 0, sizeof(__le16));
+	if (ret)
+		return false;
 	/*
 	 * Publish "kick me" before re-reading avail->idx; pairs with the
 	 * driver's full barrier between publishing avail->idx and reading
@@ -1377,7 +1403,9 @@ void vhost_vq_serve_sync(struct vhost_vq *vq,
 		}
 		len = one(vq, &req);
 		if (len != SQCQ_REQ_ASYNC) {
-			if (vhost_vq_push_used(vq, req.head, len))
+			/* What one() wrote, before the entry that says so. */
+			if (vhost_vq_log_req(vq, &req) ||
+			    vhost_vq_push_used(vq, req.head, len))
 				break;
 			pushed++;
 		}
@@ -1470,8 +1498,15 @@ static int vhost_vq_start(struct vhost_vq *vq, struct file *file)
 	if (!vq->iov) {
 		vq->iov = kvmalloc_array(SQCQ_MAX_IOV, sizeof(*vq->iov),
 					 GFP_KERNEL_ACCOUNT);
-		if (!vq->iov)
+		vq->iov_gpa = kvmalloc_array(SQCQ_MAX_IOV, sizeof(*vq->iov_gpa),
+					     GFP_KERNEL_ACCOUNT);
+		if (!vq->iov || !vq->iov_gpa) {
+			kvfree(vq->iov);
+			kvfree(vq->iov_gpa);
+			vq->iov = NULL;
+			vq->iov_gpa = NULL;
 			return -ENOMEM;
+		}
 	}
 	/* The ioctl runs in the owner's mm: the ring is readable here. */
 	if (get_user(raw, vhost_used_idx(vq)))
@@ -1528,13 +1563,39 @@ static long vhost_vq_set_kick(struct vhost_vq *vq, int fd)
 	return ret;
 }
 
+/*
+ * VHOST_SET_VRING_ADDR.  While the ring runs only the logging of the used
+ * ring may change (the VMM switches it at the start and end of a
+ * migration, with the same ring addresses).  vq->mutex and dev->mutex held.
+ */
 static long vhost_vq_set_addr(struct vhost_vq *vq,
 			      const struct vhost_vring_addr *a)
 {
-	if (a->flags & BIT(VHOST_VRING_F_LOG))
-		return -EOPNOTSUPP;	/* no dirty logging */
-	if (a->flags)
+	bool log = a->flags & BIT(VHOST_VRING_F_LOG);
+	u64 last;
+
+	lockdep_assert_held(&vq->mutex);
+	if (a->flags & ~BIT(VHOST_VRING_F_LOG))
 		return -EINVAL;
+	if (log &&
+	    (check_add_overflow(a->log_guest_addr,
+				(u64)vhost_used_bytes(SQCQ_VQ_MAX_NUM) - 1,
+				&last) ||
+	     !vhost_log_range_ok(vq->dev->log_base, a->log_guest_addr,
+				 vhost_used_bytes(SQCQ_VQ_MAX_NUM)))) {
+		vhost_dev_log(vq->dev, KERN_WARNING, "owner %d vq %u: used ring log address 0x%llx refused: outside the log\n",
+			      vq->dev->owner_pid, vq->index, a->log_guest_addr);
+		return -EFAULT;
+	}
+	if (vq->running) {
+		if (u64_to_user_ptr(a->desc_user_addr) != vq->desc ||
+		    u64_to_user_ptr(a->avail_user_addr) != vq->avail ||
+		    u64_to_user_ptr(a->used_user_addr) != vq->used)
+			return -EBUSY;
+		vq->log_addr = a->log_guest_addr;
+		vq->log_used = log;
+		return 0;
+	}
 	if ((unsigned long)a->desc_user_addr != a->desc_user_addr ||
 	    (unsigned long)a->avail_user_addr != a->avail_user_addr ||
 	    (unsigned long)a->used_user_addr != a->used_user_addr)
@@ -1546,6 +1607,8 @@ static long vhost_vq_set_addr(struct vhost_vq *vq,
 	vq->desc = u64_to_user_ptr(a->desc_user_addr);
 	vq->avail = u64_to_user_ptr(a->avail_user_addr);
 	vq->used = u64_to_user_ptr(a->used_user_addr);
+	vq->log_addr = a->log_guest_addr;
+	vq->log_used = log;
 	/* Checked again with the final size when the ring starts. */
 	if (vq->num && vhost_vq_check_access(vq)) {
 		vq->addr_set = false;
@@ -1622,7 +1685,7 @@ static long vhost_vring_ioctl(struct vhost_dev *dev, unsigned int cmd,
 			ret = -EFAULT;
 		break;
 	case VHOST_SET_VRING_ADDR:
-		ret = vq->running ? -EBUSY : vhost_vq_set_addr(vq, &a);
+		ret = vhost_vq_set_addr(vq, &a);
 		break;
 	case VHOST_SET_VRING_KICK:
 		ret = vhost_vq_set_kick(vq, f.fd);
@@ -1780,7 +1843,13 @@ static void vhost_dev_reset(struct vhost_dev *dev)
 		vhost_eventfd_swap(&vq->err_ctx, NULL);
 		kvfree(vq->iov);
 		vq->iov = NULL;
+		kvfree(vq->iov_gpa);
+		vq->iov_gpa = NULL;
 		vq->umem = NULL;
+		vq->log_base = 0;
+		vq->log_used = false;
+		vq->log_addr = 0;
+		vq->log_ctx = NULL;
 		vq->num = 0;
 		vq->addr_set = false;
 		vq->desc = NULL;
@@ -1796,6 +1865,10 @@ static void vhost_dev_reset(struct vhost_dev *dev)
 	kvfree(dev->umem);
 	dev->umem = NULL;
 	dev->features = 0;
+	dev->log_base = 0;
+	if (dev->log_ctx)
+		eventfd_ctx_put(dev->log_ctx);
+	dev->log_ctx = NULL;
 	if (dev->mm)
 		mmput(dev->mm);
 	dev->mm = NULL;
@@ -1847,13 +1920,29 @@ void vhost_dev_cleanup(struct vhost_dev *dev)
 	dev->workers = NULL;
 }
 
+/*
+ * VHOST_F_LOG_ALL alone may change while the rings run: the VMM switches
+ * it at the start and the end of a migration.  The new value is written
+ * under poll_lock (the doorbell area's logger reads it there) and each
+ * ring's mutex is taken once after, so no worker batch that began before
+ * this returns still writes without logging.
+ */
+static void vhost_set_log_all(struct vhost_dev *dev, u64 features)
+{
+	unsigned int i;
+
+	lockdep_assert_held(&dev->mutex);
+	mutex_lock(&dev->poll_lock);
+	WRITE_ONCE(dev->features, features);
+	mutex_unlock(&dev->poll_lock);
+	for (i = 0; i < dev->nvqs; i++) {
+		mutex_lock(&dev->vqs[i].mutex);
+		mutex_unlock(&dev->vqs[i].mutex);
+	}
+}
+
 static long vhost_set_features(struct vhost_dev *dev, u64 features)
 {
-	if (features & BIT_ULL(VHOST_F_LOG_ALL)) {
-		pr_warn_ratelimited("owner %d: VHOST_F_LOG_ALL refused: no dirty logging (vhost-scsi cannot migrate)\n",
-				    dev->owner_pid);
-		return -EOPNOTSUPP;
-	}
 	/*
 	 * Guest addresses behind a vIOMMU (or encrypted memory: SEV, TDX)
 	 * are IOVAs that only the IOTLB messages, which this device does not
@@ -1870,10 +1959,21 @@ static long vhost_set_features(struct vhost_dev *dev, u64 features)
 				    features & ~vhost_dev_offered_features(dev));
 		return -EOPNOTSUPP;
 	}
+	if ((features & BIT_ULL(VHOST_F_LOG_ALL)) &&
+	    !vhost_log_covers(dev, dev->umem, dev->log_base)) {
+		vhost_dev_log(dev, KERN_WARNING, "owner %d: VHOST_F_LOG_ALL refused: the log base does not cover the memory table\n",
+			      dev->owner_pid);
+		return -EFAULT;
+	}
+	/* The same features again, or only LOG_ALL changed. */
+	if (!((features ^ dev->features) & ~BIT_ULL(VHOST_F_LOG_ALL))) {
+		vhost_set_log_all(dev, features);
+		return 0;
+	}
 	if (vhost_dev_any_running(dev))
 		return -EBUSY;
 	/* Rings are stopped: the worker reads features only while running. */
-	WRITE_ONCE(dev->features, features);
+	vhost_set_log_all(dev, features);
 	return 0;
 }
 
@@ -2083,7 +2183,7 @@ static long vhost_worker_ioctl(struct vhost_dev *dev, unsigned int cmd,
 long vhost_dev_ioctl(struct vhost_dev *dev, unsigned int cmd,
 		     void __user *argp)
 {
-	u64 features;
+	u64 features, log_base;
 	long ret;
 
 	mutex_lock(&dev->mutex);
@@ -2129,6 +2229,8 @@ long vhost_dev_ioctl(struct vhost_dev *dev, unsigned int cmd,
 	case VHOST_SET_VRING_KICK:
 	case VHOST_SET_VRING_CALL:
 	case VHOST_SET_VRING_ERR:
+	case VHOST_SET_LOG_BASE:
+	case VHOST_SET_LOG_FD:
 		ret = vhost_dev_check_owner(dev);
 		if (ret)
 			break;
@@ -2136,6 +2238,21 @@ long vhost_dev_ioctl(struct vhost_dev *dev, unsigned int cmd,
 		case VHOST_RESET_OWNER:
 			vhost_dev_reset(dev);
 			break;
+		case VHOST_SET_LOG_BASE:
+			if (copy_from_user(&log_base, argp, sizeof(log_base)))
+				ret = -EFAULT;
+			else
+				ret = vhost_dev_set_log_base(dev, log_base);
+			break;
+		case VHOST_SET_LOG_FD: {
+			int fd;
+
+			if (get_user(fd, (int __user *)argp))
+				ret = -EFAULT;
+			else
+				ret = vhost_dev_set_log_fd(dev, fd);
+			break;
+		}
 		case VHOST_SET_FEATURES:
 		case VHOST_SET_BACKEND_FEATURES:
 			if (copy_from_user(&features, argp, sizeof(features)))

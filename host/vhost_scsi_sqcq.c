@@ -16,6 +16,7 @@
  *
  *   host/vhost_core.c   the generic vhost part: ownership, memory table,
  *                       split rings, eventfds, the worker
+ *   host/vhost_log.c    dirty logging for live migration
  *   host/vhost_sqcq.c   the SQ/CQ doorbell area: mapping, the poll loop
  *   host/sqcq_tcm.c     the TCM fabric and the SCSI data path
  *
@@ -391,14 +392,18 @@ static int vhost_scsi_queues_show(struct seq_file *m, void *v)
 		   READ_ONCE(s->vdev.stat_parks),
 		   READ_ONCE(s->vdev.stat_handoffs),
 		   READ_ONCE(s->vdev.poll_spin));
-	seq_puts(m, "vq num running broken mode requests kicks calls doorbells calls_saved worker handoffs\n");
+	seq_printf(m, "dirty_log: %s\nlog_failures: %llu\n",
+		   READ_ONCE(s->vdev.log_base) &&
+		   (READ_ONCE(s->vdev.features) & BIT_ULL(VHOST_F_LOG_ALL)) ?
+		   "on" : "off", READ_ONCE(s->vdev.stat_log_failures));
+	seq_puts(m, "vq num running broken mode requests kicks calls doorbells calls_saved worker handoffs log_writes\n");
 	/* Racy snapshot of counters the worker updates; good enough. */
 	for (i = 0; i < s->vdev.nvqs; i++) {
 		struct vhost_vq *vq = &s->vdev.vqs[i];
 
 		if (!READ_ONCE(vq->num) && !READ_ONCE(vq->stat_kicks))
 			continue;
-		seq_printf(m, "%u %u %d %d %s %llu %llu %llu %llu %llu %d %llu\n",
+		seq_printf(m, "%u %u %d %d %s %llu %llu %llu %llu %llu %d %llu %llu\n",
 			   i, READ_ONCE(vq->num), READ_ONCE(vq->running),
 			   READ_ONCE(vq->broken),
 			   READ_ONCE(vq->cq) ? "sqcq" : "classic",
@@ -407,7 +412,8 @@ static int vhost_scsi_queues_show(struct seq_file *m, void *v)
 			   READ_ONCE(vq->stat_doorbells),
 			   READ_ONCE(vq->stat_calls_saved),
 			   vhost_vq_worker_id(vq),
-			   READ_ONCE(vq->stat_handoffs));
+			   READ_ONCE(vq->stat_handoffs),
+			   READ_ONCE(vq->stat_log_writes));
 	}
 	return 0;
 }
@@ -611,5 +617,6 @@ MODULE_VERSION(SQCQ_PKG_VERSION);
 
 /* The other parts of the module (see the top of this file). */
 #include "vhost_core.c"
+#include "vhost_log.c"
 #include "vhost_sqcq.c"
 #include "sqcq_tcm.c"

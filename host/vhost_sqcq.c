@@ -169,6 +169,14 @@ bool __vhost_doorbells_detach(struct vhost_dev *dev, const char *why)
 	 * leave the area before it goes.
 	 */
 	synchronize_rcu();
+	/*
+	 * The host's last write to the area is behind us: log all of it.
+	 * Every earlier write (CQ indexes, flags) is covered too, as the VMM
+	 * stops the rings (GET_VRING_BASE, which detaches) before its final
+	 * copy.  Logging each CQ publish instead would cost a log write per
+	 * completion batch, on the path SQ/CQ exists to make cheap.
+	 */
+	vhost_dev_log_area(dev, db->gpa, db->len);
 	vhost_db_free(db);
 	vhost_dev_log(dev, KERN_INFO, "owner %d: SQ/CQ stopped (%s), queues back to classic\n",
 		      dev->owner_pid, why);

@@ -2585,6 +2585,81 @@ static void op_workers(struct tctx *t)
 	}
 }
 
+/*
+ * Dirty logging while the rings run, as a VMM migrating (or a hostile
+ * one): a log base that is good, too small (its last page only), none or
+ * anything; LOG_ALL on and off; a ring's used-ring logging at its own
+ * address or anywhere, with stray flag bits; a log eventfd or garbage.
+ */
+#define FZ_LOG_LEN	(1u << 20)	/* bits for 32 GiB of guest addresses */
+static uint8_t *fz_log;
+
+static void op_dirty_log(struct tctx *t)
+{
+	struct rng *r = &t->r;
+	unsigned int q = below(r, NVQ);
+	struct gvq *v = &D.vq[q];
+	uint64_t base, f = 0;
+	int fd;
+
+	if (!fz_log) {
+		void *p = mmap(NULL, FZ_LOG_LEN, PROT_READ | PROT_WRITE,
+			       MAP_SHARED | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+
+		if (p == MAP_FAILED)
+			return;
+		/* Another thread may have mapped one meanwhile: keep it. */
+		if (!__atomic_compare_exchange_n(&fz_log, &(uint8_t *){ NULL },
+						 p, false, __ATOMIC_ACQ_REL,
+						 __ATOMIC_ACQUIRE))
+			munmap(p, FZ_LOG_LEN);
+	}
+	switch (below(r, 4)) {
+	case 0:
+		base = (const uint64_t[]){ (uintptr_t)fz_log,
+			(uintptr_t)fz_log + FZ_LOG_LEN - 4096, 0,
+			rnd(r) }[below(r, 4)];
+		ioctl(D.fd, VHOST_SET_LOG_BASE, &base);
+		break;
+	case 1:
+		f = D.features & ~(1ull << VHOST_F_LOG_ALL);
+		if (chance(r, 50))
+			f |= 1ull << VHOST_F_LOG_ALL;
+		ioctl(D.fd, VHOST_SET_FEATURES, &f);
+		break;
+	case 2:
+		pthread_mutex_lock(&v->lk);
+		{
+			struct vhost_vring_addr a = {
+				.index = q,
+				.flags = (chance(r, 70) ? 1u << VHOST_VRING_F_LOG : 0) |
+					 (chance(r, 5) ? 1u << below(r, 32) : 0),
+				.desc_user_addr = (uintptr_t)v->desc,
+				.avail_user_addr = (uintptr_t)v->avail,
+				.used_user_addr = (uintptr_t)v->used,
+				.log_guest_addr = chance(r, 70) ?
+					gpa_of(v->used) : rnd(r),
+			};
+
+			ioctl(D.fd, VHOST_SET_VRING_ADDR, &a);
+		}
+		pthread_mutex_unlock(&v->lk);
+		break;
+	default:
+		if (chance(r, 50)) {
+			fd = eventfd(0, EFD_CLOEXEC);
+			ioctl(D.fd, VHOST_SET_LOG_FD, &fd);
+			if (fd >= 0)
+				close(fd);	/* the device holds its own */
+		} else {
+			/* Any number, ours or not: only read by the device. */
+			fd = (int)(rnd(r) % 4096) - 1;
+			ioctl(D.fd, VHOST_SET_LOG_FD, &fd);
+		}
+		break;
+	}
+}
+
 static void op_ioctl(struct tctx *t)
 {
 	struct rng *r = &t->r;
@@ -2592,7 +2667,7 @@ static void op_ioctl(struct tctx *t)
 	unsigned long cmd;
 	unsigned int i;
 
-	switch (below(r, 9)) {
+	switch (below(r, 10)) {
 	case 0:
 		ioctl(D.fd, VHOST_GET_FEATURES, &f);
 		f |= 1ull << below(r, 64);
@@ -2651,6 +2726,9 @@ static void op_ioctl(struct tctx *t)
 			restart_vq(r, q, false);
 			pthread_mutex_unlock(&v->lk);
 		}
+		break;
+	case 8:
+		op_dirty_log(t);
 		break;
 	default:	/* a second open of the node, dropped at once */
 		{

@@ -403,9 +403,18 @@ static void test_before_owner(int fd)
 	       f & (1ull << VIRTIO_F_ANY_LAYOUT) &&
 	       f & (1ull << VIRTIO_SCSI_F_HOTPLUG),
 	       "features-offered", "0x%llx", (unsigned long long)f);
-	result(!(f & (1ull << VHOST_F_LOG_ALL)) && !(f & (1ull << F_PACKED)),
-	       "features-no-log-all-no-packed", "0x%llx",
+	result((f & (1ull << VHOST_F_LOG_ALL)) && !(f & (1ull << F_PACKED)),
+	       "features-log-all-no-packed", "0x%llx",
 	       (unsigned long long)f);
+	{
+		uint64_t base = (uintptr_t)mem;
+		int lfd = -1;
+
+		expect("set-log-base-before-owner-eperm",
+		       ioctl(fd, VHOST_SET_LOG_BASE, &base), EPERM);
+		expect("set-log-fd-before-owner-eperm",
+		       ioctl(fd, VHOST_SET_LOG_FD, &lfd), EPERM);
+	}
 	expect("abi-version-before-owner",
 	       ioctl(fd, VHOST_SCSI_GET_ABI_VERSION, &v), 0);
 	result(v == 1, "abi-version-is-1", "got %d", v);
@@ -432,8 +441,6 @@ static void test_unknown_ioctls(int fd)
 		const char *name;
 		unsigned long cmd;
 	} cmds[] = {
-		{ "set-log-base", 0x4008AF04 },
-		{ "set-log-fd", 0x4004AF07 },
 		{ "set-vring-endian", 0x4008AF13 },
 		{ "get-vring-endian", 0x4008AF14 },
 		{ "set-busyloop", 0x4008AF23 },
@@ -524,8 +531,8 @@ static void test_features_array(int fd, uint64_t offered)
 	a[0] = 2, a[1] = offered, a[2] = 1;
 	expect("set-features-array-bit-64-refused",
 	       ioctl(fd, SET_FEATURES_ARRAY, a), EOPNOTSUPP);
-	a[0] = 2, a[1] = offered | (1ull << VHOST_F_LOG_ALL), a[2] = 0;
-	expect("set-features-array-log-all-refused",
+	a[0] = 2, a[1] = offered | (1ull << F_PACKED), a[2] = 0;
+	expect("set-features-array-packed-refused",
 	       ioctl(fd, SET_FEATURES_ARRAY, a), EOPNOTSUPP);
 	a[0] = 2, a[1] = offered, a[2] = 0;
 	expect("set-features-array-offered", ioctl(fd, SET_FEATURES_ARRAY, a),
@@ -539,9 +546,10 @@ static void test_features(int fd)
 	uint64_t f, offered = 0;
 
 	ioctl(fd, VHOST_GET_FEATURES, &offered);
+	/* Dirty logging without a log base yet: QEMU's order at start. */
 	f = offered | (1ull << VHOST_F_LOG_ALL);
-	expect("set-features-log-all-refused",
-	       ioctl(fd, VHOST_SET_FEATURES, &f), EOPNOTSUPP);
+	expect("set-features-log-all-without-base",
+	       ioctl(fd, VHOST_SET_FEATURES, &f), 0);
 	f = offered | (1ull << F_PACKED);
 	expect("set-features-packed-refused",
 	       ioctl(fd, VHOST_SET_FEATURES, &f), EOPNOTSUPP);
@@ -676,8 +684,11 @@ static void test_vring_config(int fd)
 	       ioctl(fd, VHOST_SET_VRING_ADDR, &a), EINVAL);
 	a.used_user_addr -= 2;
 	a.flags = 1 << VHOST_VRING_F_LOG;
-	expect("vring-addr-log-eopnotsupp",
-	       ioctl(fd, VHOST_SET_VRING_ADDR, &a), EOPNOTSUPP);
+	a.log_guest_addr = ~0ull - 100;
+	expect("vring-addr-log-address-wraps-efault",
+	       ioctl(fd, VHOST_SET_VRING_ADDR, &a), EFAULT);
+	a.log_guest_addr = gpa(q.used);
+	expect("vring-addr-log-ok", ioctl(fd, VHOST_SET_VRING_ADDR, &a), 0);
 	a.flags = 0x80;
 	expect("vring-addr-unknown-flag-einval",
 	       ioctl(fd, VHOST_SET_VRING_ADDR, &a), EINVAL);
@@ -704,10 +715,27 @@ static void test_vring_config(int fd)
 	       vring_file(fd, VHOST_SET_VRING_ERR, 9, -5), EBADF);
 	expect("vring-call-unbind-ok",
 	       vring_file(fd, VHOST_SET_VRING_CALL, 9, -1), 0);
+	{
+		uint64_t f = 0;
+
+		ioctl(fd, VHOST_GET_FEATURES, &f);
+		f &= ~(1ull << VHOST_F_LOG_ALL);
+		expect("set-features-before-start",
+		       ioctl(fd, VHOST_SET_FEATURES, &f), 0);
+	}
 	expect("vring-kick-start", vring_file(fd, VHOST_SET_VRING_KICK, 9, efd),
 	       0);
+	/* Running: only the used ring's logging may change (QEMU migrating). */
+	a.used_user_addr += 4096;
 	expect("vring-addr-while-running-ebusy",
 	       ioctl(fd, VHOST_SET_VRING_ADDR, &a), EBUSY);
+	a.used_user_addr -= 4096;
+	a.flags = 1 << VHOST_VRING_F_LOG;
+	expect("vring-addr-log-on-while-running",
+	       ioctl(fd, VHOST_SET_VRING_ADDR, &a), 0);
+	a.flags = 0;
+	expect("vring-addr-log-off-while-running",
+	       ioctl(fd, VHOST_SET_VRING_ADDR, &a), 0);
 	expect("vring-num-while-running-ebusy",
 	       vring_state(fd, VHOST_SET_VRING_NUM, 9, 32), EBUSY);
 	expect("vring-base-while-running-ebusy",
@@ -716,8 +744,15 @@ static void test_vring_config(int fd)
 		uint64_t f = 0;
 
 		ioctl(fd, VHOST_GET_FEATURES, &f);
+		f &= ~(1ull << VHOST_F_LOG_ALL | 1ull << VIRTIO_RING_F_INDIRECT_DESC);
 		expect("set-features-while-running-ebusy",
 		       ioctl(fd, VHOST_SET_FEATURES, &f), EBUSY);
+		f |= 1ull << VIRTIO_RING_F_INDIRECT_DESC | 1ull << VHOST_F_LOG_ALL;
+		expect("set-features-log-all-on-while-running",
+		       ioctl(fd, VHOST_SET_FEATURES, &f), 0);
+		f &= ~(1ull << VHOST_F_LOG_ALL);
+		expect("set-features-log-all-off-while-running",
+		       ioctl(fd, VHOST_SET_FEATURES, &f), 0);
 	}
 	{
 		struct vhost_vring_state s = { .index = 9, .num = 77 };
@@ -730,6 +765,90 @@ static void test_vring_config(int fd)
 	       0);
 	expect("vring-kick-unbind-ok",
 	       vring_file(fd, VHOST_SET_VRING_KICK, 9, -1), 0);
+	close(efd);
+}
+
+/*
+ * The dirty log's ioctls (live migration): the log base must hold the
+ * bits of every guest address of the memory table and of every logged used
+ * ring in user space, checked whenever the base, the table, the features or
+ * a ring's log address change; the log eventfd must be an eventfd.
+ */
+static void test_log_ioctls(int fd)
+{
+	struct vhost_memory_region r[2] = {
+		REGION(GBASE, MEM_SIZE, (uintptr_t)mem),
+		/* Its bits lie 2^49 bytes past any base: not in user space. */
+		REGION(0xfff0000000000000ull, 0x1000, (uintptr_t)mem),
+	};
+	struct vhost_vring_addr a;
+	uint64_t base, f = 0;
+	struct cvq q;
+	int pfd[2], lfd, efd = eventfd(0, EFD_CLOEXEC);
+	void *log = mmap(NULL, 8192, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	base = 0xffff888000000000ull;
+	expect("log-base-kernel-address-efault",
+	       ioctl(fd, VHOST_SET_LOG_BASE, &base), EFAULT);
+	/* The good table's 2 KiB bitmap would run past the end of user space. */
+	base = 0x7ffffffff000ull - 0x100;
+	expect("log-base-bitmap-past-user-space-efault",
+	       ioctl(fd, VHOST_SET_LOG_BASE, &base), EFAULT);
+	expect("log-base-bad-pointer-efault",
+	       ioctl(fd, VHOST_SET_LOG_BASE, (void *)8), EFAULT);
+	base = (uintptr_t)log;
+	expect("log-base-ok", ioctl(fd, VHOST_SET_LOG_BASE, &base), 0);
+	ioctl(fd, VHOST_GET_FEATURES, &f);
+	f &= ~(1ull << VIRTIO_F_NOTIFY_ON_EMPTY);
+	expect("log-all-with-base-ok", ioctl(fd, VHOST_SET_FEATURES, &f), 0);
+	expect("mem-table-outside-log-efault", set_mem(fd, 2, r, 0), EFAULT);
+	/* No base (QEMU's 0 for an empty log): the table goes in ... */
+	base = 0;
+	expect("log-base-none-ok", ioctl(fd, VHOST_SET_LOG_BASE, &base), 0);
+	expect("mem-table-far-region-without-log-ok", set_mem(fd, 2, r, 0), 0);
+	/* ... and then no base can cover it. */
+	base = (uintptr_t)log;
+	expect("log-base-not-covering-table-efault",
+	       ioctl(fd, VHOST_SET_LOG_BASE, &base), EFAULT);
+	expect("mem-good-table-again", set_good_mem(fd), 0);
+	expect("log-base-ok-again", ioctl(fd, VHOST_SET_LOG_BASE, &base), 0);
+
+	/* A used ring whose bits would lie outside user space. */
+	cvq_layout(&q, 10, 64);
+	a = (struct vhost_vring_addr){ .index = 10,
+		.flags = 1 << VHOST_VRING_F_LOG,
+		.desc_user_addr = (uintptr_t)q.desc,
+		.avail_user_addr = (uintptr_t)q.avail,
+		.used_user_addr = (uintptr_t)q.used,
+		.log_guest_addr = 0x7000000000000000ull };
+	expect("vring-addr-log-outside-log-efault",
+	       ioctl(fd, VHOST_SET_VRING_ADDR, &a), EFAULT);
+	a.log_guest_addr = gpa(q.used);
+	expect("vring-addr-log-inside-log-ok",
+	       ioctl(fd, VHOST_SET_VRING_ADDR, &a), 0);
+	a.flags = 0;
+	ioctl(fd, VHOST_SET_VRING_ADDR, &a);
+
+	if (pipe(pfd) == 0) {
+		expect("log-fd-not-eventfd-einval",
+		       ioctl(fd, VHOST_SET_LOG_FD, &pfd[0]), EINVAL);
+		close(pfd[0]);
+		close(pfd[1]);
+	}
+	lfd = 9999;
+	expect("log-fd-bad-fd-ebadf", ioctl(fd, VHOST_SET_LOG_FD, &lfd), EBADF);
+	expect("log-fd-bad-pointer-efault",
+	       ioctl(fd, VHOST_SET_LOG_FD, (void *)8), EFAULT);
+	expect("log-fd-eventfd-ok", ioctl(fd, VHOST_SET_LOG_FD, &efd), 0);
+	lfd = -1;
+	expect("log-fd-none-ok", ioctl(fd, VHOST_SET_LOG_FD, &lfd), 0);
+
+	f &= ~(1ull << VHOST_F_LOG_ALL);
+	expect("log-all-off-ok", ioctl(fd, VHOST_SET_FEATURES, &f), 0);
+	base = 0;
+	ioctl(fd, VHOST_SET_LOG_BASE, &base);
+	munmap(log, 8192);
 	close(efd);
 }
 
@@ -2091,7 +2210,8 @@ static int scsi_dev_open(const char *path, const char *bind_wwpn, char *why,
 			 (unsigned long long)f);
 		goto err;
 	}
-	f &= ~(1ull << VIRTIO_F_NOTIFY_ON_EMPTY);
+	/* As QEMU: dirty logging only while it migrates. */
+	f &= ~(1ull << VIRTIO_F_NOTIFY_ON_EMPTY | 1ull << VHOST_F_LOG_ALL);
 	if (ioctl(fd, VHOST_SET_FEATURES, &f) || set_mem(fd, 2, r, 0)) {
 		snprintf(why, whylen, "features/mem table: %s", strerror(errno));
 		goto err;
@@ -4503,6 +4623,282 @@ static void t_evt_abuse(int fd)
  * A new kick eventfd for a running ring (a VMM moving its ioeventfd) must
  * not lose the requests in flight: every one is still answered.
  */
+/* ---- dirty logging (live migration) ---- */
+
+static uint8_t *dlog;		/* the VMM's bitmap: bit per 4 KiB guest page */
+#define DLOG_LEN	8192u	/* holds the bits of the whole table */
+#define DLOG_DATA	(BIG_OFF)		/* data-in buffer (2 pages) */
+#define DLOG_QUIET	(BIG_OFF + (64u << 10))	/* a page nothing writes */
+#define DLOG_OUT	(BIG_OFF + (128u << 10))	/* data-out buffer */
+
+static bool dlog_bit(uint64_t g)
+{
+	uint64_t pg = g >> 12;
+
+	return __atomic_load_n(&dlog[pg / 8], __ATOMIC_ACQUIRE) &
+	       (1u << (pg % 8));
+}
+
+static unsigned int dlog_count(void)
+{
+	unsigned int i, n = 0;
+
+	for (i = 0; i < DLOG_LEN; i++)
+		n += __builtin_popcount(__atomic_load_n(&dlog[i],
+							__ATOMIC_ACQUIRE));
+	return n;
+}
+
+static int log_all(int fd, bool on)
+{
+	uint64_t f = 0;
+
+	if (ioctl(fd, VHOST_GET_FEATURES, &f))
+		return -1;
+	f &= ~(1ull << VIRTIO_F_NOTIFY_ON_EMPTY | 1ull << VHOST_F_LOG_ALL);
+	if (on)
+		f |= 1ull << VHOST_F_LOG_ALL;
+	return ioctl(fd, VHOST_SET_FEATURES, &f);
+}
+
+/* As QEMU at a migration's start and end: each ring's used ring logged. */
+static int log_rings(int fd, unsigned int first, unsigned int n, bool on)
+{
+	unsigned int i;
+
+	for (i = first; i < first + n; i++) {
+		struct vhost_vring_addr a = {
+			.index = i,
+			.flags = on ? 1 << VHOST_VRING_F_LOG : 0,
+			.desc_user_addr = (uintptr_t)vqs[i].desc,
+			.avail_user_addr = (uintptr_t)vqs[i].avail,
+			.used_user_addr = (uintptr_t)vqs[i].used,
+			.log_guest_addr = gpa(vqs[i].used),
+		};
+
+		if (ioctl(fd, VHOST_SET_VRING_ADDR, &a))
+			return -1;
+	}
+	return 0;
+}
+
+/*
+ * The value of "@key: " in the debugfs "queues" file of this device, into
+ * @val; false if there is no such line.
+ */
+static bool dbg_dev_str(const char *key, char *val, size_t len)
+{
+	char dir[512] = "", path[600], buf[16384], *p;
+	size_t n = strlen(key);
+
+	dbg_devs(getpid(), dir, sizeof(dir));
+	snprintf(path, sizeof(path), "%s/queues", dir);
+	if (!dir[0] || !read_file(path, buf, sizeof(buf)))
+		return false;
+	for (p = buf; p; p = strchr(p, '\n'), p += !!p)
+		if (!strncmp(p, key, n) && p[n] == ':' && p[n + 1] == ' ') {
+			snprintf(val, len, "%.*s", (int)strcspn(p + n + 2, "\n"),
+				 p + n + 2);
+			return true;
+		}
+	return false;
+}
+
+static long long dbg_dev_key(const char *key)
+{
+	char v[64];
+
+	return dbg_dev_str(key, v, sizeof(v)) ? strtoll(v, NULL, 0) : -1;
+}
+
+/* Sum of the log_writes column over the queues, -1 if not shown. */
+static long long dbg_log_writes(void)
+{
+	char dir[512] = "", path[600], buf[16384], *line, *save = NULL;
+	long long sum = -1;
+
+	dbg_devs(getpid(), dir, sizeof(dir));
+	snprintf(path, sizeof(path), "%s/queues", dir);
+	if (!dir[0] || !read_file(path, buf, sizeof(buf)))
+		return -1;
+	for (line = strtok_r(buf, "\n", &save); line;
+	     line = strtok_r(NULL, "\n", &save)) {
+		unsigned long long v[7], w;
+		unsigned int i;
+		int a, b, c;
+		char mode[16];
+
+		if (sscanf(line, "%u %llu %d %d %15s %llu %llu %llu %llu %llu %d %llu %llu",
+			   &i, &v[0], &a, &b, mode, &v[1], &v[2], &v[3], &v[4],
+			   &v[5], &c, &v[6], &w) == 13)
+			sum = (sum < 0 ? 0 : sum) + (long long)w;
+	}
+	return sum;
+}
+
+/* One READ (@din) or WRITE of @len bytes at guest address @g on disk 0. */
+static bool dlog_io(bool din, uint64_t g, uint32_t len, struct sres *res)
+{
+	uint8_t cdb[VIRTIO_SCSI_CDB_SIZE];
+
+	cdb_rw(cdb, !din, false, 0, len / SECT);
+	return scsi_cmd(disks[0].target, disks[0].lun, cdb, 10, g, len, din,
+			res) && good(res);
+}
+
+static void *dlog_toggle_run(void *arg)
+{
+	int fd = *(int *)arg;
+	unsigned int i;
+
+	for (i = 0; !fe.stop && i < 60; i++) {
+		if (log_all(fd, i % 2 == 0) ||
+		    log_rings(fd, 2, NQ, i % 2 == 0))
+			return (void *)1;
+		msleep(50);
+	}
+	return NULL;
+}
+
+/*
+ * What the host writes into guest memory reaches the VMM's dirty log: the
+ * data-in pages and response of a READ, the used ring, not the data-out
+ * pages of a WRITE (the host only reads them), nothing once logging is
+ * off.  A log page that is not mapped stops the ring (no page left out
+ * silently).  Logging switched on and off under I/O loses nothing.
+ */
+static void t_dirty_log(int fd)
+{
+	uint64_t data = GBASE + DLOG_DATA, base, n = 0;
+	struct cvq *q = &vqs[SYNC_VQ];
+	long long w0, w1;
+	struct timespec t0;
+	pthread_t th;
+	void *thr = NULL;
+	struct sres res;
+	uint8_t *bad;
+	int lfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+
+	dlog = mmap(NULL, DLOG_LEN, PROT_READ | PROT_WRITE,
+		    MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	base = (uintptr_t)dlog;
+	/* QEMU's order: the base, then the features, then each ring. */
+	expect("dirty-log-base-under-io", ioctl(fd, VHOST_SET_LOG_BASE, &base),
+	       0);
+	expect("dirty-log-fd", ioctl(fd, VHOST_SET_LOG_FD, &lfd), 0);
+	expect("dirty-log-all-on-running", log_all(fd, true), 0);
+	expect("dirty-log-rings-on-running", log_rings(fd, 0, SYNC_VQ + 1, true),
+	       0);
+	{
+		char v[64] = "";
+
+		result(dbg_dev_str("dirty_log", v, sizeof(v)) &&
+		       !strcmp(v, "on"), "dirty-log-debugfs-on", "'%s'", v);
+	}
+
+	memset(dlog, 0, DLOG_LEN);
+	result(dlog_io(true, data, 8192, &res), "dirty-log-read",
+	       "%s", sres_str(&res));
+	result(dlog_bit(data) && dlog_bit(data + 4096),
+	       "dirty-log-data-in-pages-logged", "bits %d %d",
+	       dlog_bit(data), dlog_bit(data + 4096));
+	result(dlog_bit(gpa(q->used)), "dirty-log-used-ring-logged",
+	       "used ring page bit clear");
+	result(!dlog_bit(GBASE + DLOG_QUIET), "dirty-log-quiet-page-clear",
+	       "a page nothing wrote is logged");
+	result(read(lfd, &n, sizeof(n)) == sizeof(n) && n > 0,
+	       "dirty-log-fd-signalled", "eventfd count %llu",
+	       (unsigned long long)n);
+
+	memset(dlog, 0, DLOG_LEN);
+	result(dlog_io(false, GBASE + DLOG_OUT, 8192, &res), "dirty-log-write",
+	       "%s", sres_str(&res));
+	memset(disks[0].valid, 0, 16);	/* the engine's window 0 changed */
+	result(!dlog_bit(GBASE + DLOG_OUT) && !dlog_bit(GBASE + DLOG_OUT + 4096),
+	       "dirty-log-data-out-pages-not-logged", "bits %d %d",
+	       dlog_bit(GBASE + DLOG_OUT), dlog_bit(GBASE + DLOG_OUT + 4096));
+	result(dlog_count() >= 2, "dirty-log-write-response-logged",
+	       "%u bits", dlog_count());
+
+	/* Off again: nothing is logged. */
+	expect("dirty-log-all-off-running", log_all(fd, false), 0);
+	memset(dlog, 0, DLOG_LEN);
+	result(dlog_io(true, data, 8192, &res) && !dlog_count(),
+	       "dirty-log-off-nothing-logged", "%s, %u bits", sres_str(&res),
+	       dlog_count());
+
+	/*
+	 * A log too small: its second page is not mapped, and the data
+	 * page's bit falls in it (byte (data >> 12) / 8 = 0x660; the other
+	 * bits, below byte 0x600, land in the first page).
+	 */
+	bad = mmap(NULL, 8192, PROT_READ | PROT_WRITE,
+		   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	munmap(bad + 4096, 4096);
+	base = (uintptr_t)bad + 4096 - 0x600;
+	w0 = dbg_dev_key("log_failures");
+	expect("dirty-log-base-small-accepted",
+	       ioctl(fd, VHOST_SET_LOG_BASE, &base), 0);
+	log_all(fd, true);
+	efd_take(q->err, 0);
+	{
+		struct seg sg[3];
+		struct virtio_scsi_cmd_req *req = buf_alloc(HDR_SZ);
+		struct virtio_scsi_cmd_resp *rsp = buf_alloc(RSP_SZ);
+		uint32_t ulen;
+
+		lun_encode(req->lun, disks[0].target, disks[0].lun);
+		req->tag = tag_seq++;
+		cdb_rw(req->cdb, false, false, 0, 16);
+		sg[0] = (struct seg){ gpa(req), HDR_SZ, false };
+		sg[1] = (struct seg){ gpa(rsp), RSP_SZ, true };
+		sg[2] = (struct seg){ data, 8192, true };
+		result(!sync_run(q, sg, 3, false, &ulen, 3000),
+		       "dirty-log-small-log-no-answer",
+		       "answered although its page could not be logged");
+	}
+	w1 = dbg_dev_key("log_failures");
+	result(w1 > w0 && w0 >= 0, "dirty-log-small-log-counted",
+	       "log_failures %lld -> %lld", w0, w1);
+	result(klog_count("cannot set guest pages in the dirty log") > 0,
+	       "dirty-log-small-log-kernel-line", "no line");
+	/* sync_run restarted the ring; a good log makes it work again. */
+	base = (uintptr_t)dlog;
+	expect("dirty-log-base-good-again", ioctl(fd, VHOST_SET_LOG_BASE, &base),
+	       0);
+	log_rings(fd, SYNC_VQ, 1, true);
+	memset(dlog, 0, DLOG_LEN);
+	result(dlog_io(true, data, 8192, &res) && dlog_bit(data),
+	       "dirty-log-ring-restarted-logs", "%s", sres_str(&res));
+	munmap(bad, 4096);
+
+	/* On and off every 50 ms under verified I/O on NQ queues. */
+	w0 = dbg_log_writes();
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	engine_start(&fe, NQ, 0, false, live_mask, 31);
+	result(engine_wait_ok(&fe, 50, 60000), "dirty-log-toggle-io-running",
+	       "engine did not get going");
+	if (pthread_create(&th, NULL, dlog_toggle_run, &fd))
+		abort();
+	pthread_join(th, &thr);
+	fe.stop = true;
+	engine_join(&fe, &t0);
+	result(!thr, "dirty-log-toggle-ioctls", "an ioctl failed: %s",
+	       strerror(errno));
+	result(!fe.hung && !fe.bad && fe.ok == fe.submitted && fe.ok >= 100,
+	       "dirty-log-toggle-io-verified",
+	       "%lu good of %lu, %lu bad, hung %d: %s", fe.ok, fe.submitted,
+	       fe.bad, fe.hung, fe.why);
+	w1 = dbg_log_writes();
+	result(w1 > w0 && w0 >= 0, "dirty-log-toggle-logged",
+	       "log_writes %lld -> %lld", w0, w1);
+	log_all(fd, false);
+	log_rings(fd, 0, SYNC_VQ + 1, false);
+	lfd = -1;
+	ioctl(fd, VHOST_SET_LOG_FD, &lfd);
+	munmap(dlog, DLOG_LEN);
+}
+
 static void t_kick_swap(int fd)
 {
 	struct cvq *q = &vqs[SYNC_VQ];
@@ -4692,6 +5088,8 @@ static int scsi_main(int argc, char **argv)
 		t_workers(fd);
 	if (phase("kick-swap"))
 		t_kick_swap(fd);
+	if (phase("dirty-log"))
+		t_dirty_log(fd);
 	if (phase("events"))
 		t_events(fd);
 	if (phase("evt-abuse"))
@@ -5068,6 +5466,7 @@ int main(int argc, char **argv)
 	test_features(fd);
 	test_mem_table(fd);
 	test_vring_config(fd);
+	test_log_ioctls(fd);
 	test_scsi_ioctls(fd);
 
 	/*
