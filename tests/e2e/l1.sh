@@ -569,6 +569,10 @@ if [ "$HOST" != intree ] && [ "${E2E_VIOMMU:-1}" = 1 ] && [ "$VIA" = qemu ]; the
 	phase "L2 beside a vIOMMU"
 fi
 
+# ---- 3c. live migration (E2E_MIGRATE=1, our host) ------------------------------
+# shellcheck source=tests/e2e/l1-migrate.sh
+. "$ROOT/tests/e2e/l1-migrate.sh"
+
 # ---- 4. teardown, unload -----------------------------------------------------
 [ "$VIA" != libvirt ] || libvirt_down
 tear_ok=1

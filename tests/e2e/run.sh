@@ -56,7 +56,9 @@
 # L1 and L2: E2E_GUEST_PARAMS, E2E_HOST_PARAMS (insmod parameters), E2E_L2_SMP,
 # E2E_RESET=0 (no device reset under load), E2E_RTHOG=0 (no SCHED_FIFO
 # loops under fio in L2), E2E_VIOMMU=0 (no second L2 beside a vIOMMU),
-# E2E_POLL_PHASES=0 (none of the guest poller's phases), E2E_HIPRI=1 (the
+# E2E_POLL_PHASES=0 (none of the guest poller's phases), E2E_MIGRATE=1 (an
+# L2 migrated there and back under verified I/O, SQ/CQ and classic:
+# tests/e2e/l1-migrate.sh; E2E_MIGRATE_S its seconds), E2E_HIPRI=1 (the
 # limit case of the recipe: a poll queue and io_uring --hipri, tests/e2e/l2.sh
 # 3b; the vhost-scsi-pci device needs num_queues=2), E2E_L2_SCRIPT (another L2 part),
 # E2E_L2_ISOLATE=1 (L2 on an isolated CPU of L1, see below), E2E_L1_SMP (L1's
@@ -251,6 +253,7 @@ attempt() {
 			--env "E2E_RTHOG=${E2E_RTHOG:-1}" --env "E2E_VIOMMU=${E2E_VIOMMU:-1}" \
 			--env "E2E_POLL_PHASES=${E2E_POLL_PHASES:-1}" --env "E2E_GUEST_HOG=${E2E_GUEST_HOG:-1}" --env "E2E_L2_VIA=$via" \
 			--env "E2E_HIPRI=${E2E_HIPRI:-0}" \
+			--env "E2E_MIGRATE=${E2E_MIGRATE:-0}" --env "E2E_MIGRATE_S=${E2E_MIGRATE_S:-}" \
 			--env "E2E_L2_SMP=${E2E_L2_SMP:-1}" --env "E2E_L2_STALL_S=${E2E_L2_STALL_S:-180}" \
 			--env "E2E_L2_SCRIPT=${E2E_L2_SCRIPT:-tests/e2e/l2.sh}" \
 			--env "E2E_L2_QEMU_SUITE=$l2_qemu" --env "E2E_L2_QEMU=$l2_qemu_cmd" \

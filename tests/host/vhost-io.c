@@ -628,6 +628,52 @@ static void check_own_worker(int fd, unsigned int nq)
 	      "status %d", status_of(in));
 }
 
+/*
+ * Live migration: with dirty logging on, the host's last write to the
+ * doorbell area -- SQ STOPPED, when the VMM stops a ring before its final
+ * copy -- sets the area's page in the log, so the destination gets the
+ * area as the source left it.  Cleared after the setup answer: only the
+ * stop can set it.
+ */
+static void check_dirty_log_area(int fd, unsigned int nq)
+{
+	const uint32_t full = 24 + sizeof(struct sqcq_setup_req);
+	uint64_t pg = gpa_of(area) >> 12, base, f;
+	size_t len = ((GPA0 + mem_size) / 4096 / 8 + 4096) & ~(size_t)4095;
+	struct sqcq_setup_in *in;
+	uint8_t *log;
+	int on;
+
+	log = mmap(NULL, len, PROT_READ | PROT_WRITE,
+		   MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (log == MAP_FAILED)
+		die("mmap (log)");
+	set_one_region(fd, GPA0);
+	base = (uintptr_t)log;
+	f = 1ull << VIRTIO_F_VERSION_1 | 1ull << VHOST_F_LOG_ALL;
+	check(!ioctl(fd, VHOST_SET_LOG_BASE, &base) &&
+	      !ioctl(fd, VHOST_SET_FEATURES, &f), "dirty-log-on", "errno %d",
+	      errno);
+	sqcq_area_init(area, nq);
+	in = ctrl_sqcq(SQCQ_TMF_SUBTYPE_SETUP, nq, gpa_of(area), 4096, full,
+		       sizeof(*in), NULL);
+	check(status_of(in) == SQCQ_S_OK, "dirty-log-setup-accepted",
+	      "status %d", status_of(in));
+	memset(log, 0, len);
+	vring_set(fd, VHOST_GET_VRING_BASE, 2, 0);	/* the VMM stops */
+	on = __atomic_load_n(&log[pg / 8], __ATOMIC_ACQUIRE) & (1u << (pg % 8));
+	check(on && (le16_to_cpu(area->q[0].sq_line.sq.flags) &
+		     VRING_SQ_F_STOPPED), "dirty-log-doorbell-area-at-stop",
+	      "log byte 0x%x", log[pg / 8]);
+	queue_start(fd, &qs[0], 0, 2);
+	f = 1ull << VIRTIO_F_VERSION_1;
+	base = 0;
+	check(!ioctl(fd, VHOST_SET_FEATURES, &f) &&
+	      !ioctl(fd, VHOST_SET_LOG_BASE, &base), "dirty-log-off",
+	      "errno %d", errno);
+	munmap(log, len);
+}
+
 /* -W: request queues 2.. of @nq on a worker each, as QEMU does. */
 static void own_workers(int fd, unsigned int nq)
 {
@@ -776,6 +822,7 @@ static void run_checks(int fd, unsigned int nq)
 	      le16_to_cpu(area->q[0].sq_line.sq.flags));
 	check_remapped_area(fd, nq);
 	check_own_worker(fd, nq);
+	check_dirty_log_area(fd, nq);
 }
 
 /*

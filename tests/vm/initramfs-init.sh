@@ -41,15 +41,24 @@ done
 
 # sqcq.rootcache=MODE picks the 9p cache mode of the root (default loose:
 # the root is read-only and nothing changes it under a test run; loose caching
-# saves most 9p round trips).
-rootcache=loose kimage=""
+# saves most 9p round trips).  sqcq.init=PATH runs PATH of the initramfs
+# instead of all that follows, without 9p: a guest that must migrate (QEMU
+# refuses to migrate one with a 9p share mounted) brings its init in a
+# second cpio archive appended to this one (tests/e2e/l1-migrate.sh).
+rootcache=loose kimage="" init=""
 # shellcheck disable=SC2013 # words are wanted
 for arg in $(cat /proc/cmdline); do
 	case "$arg" in
 	sqcq.rootcache=*) rootcache=${arg#*=} ;;
 	sqcq.kimage=*) kimage=${arg#*=} ;;
+	sqcq.init=*) init=${arg#*=} ;;
 	esac
 done
+if [ -n "$init" ]; then
+	# shellcheck disable=SC2093 # fail only runs if the exec fails
+	exec "$init"
+	fail "exec $init"
+fi
 
 r=/newroot
 p9="trans=virtio,version=9p2000.L,msize=512000"
