@@ -40,6 +40,7 @@
 #include <linux/namei.h>
 
 #define SQCQ_PARAM_DEFINE	/* the parameters' one definition */
+#include "sqcq_faults.h"
 #include "sqcq_param.h"
 #include "sqcq_scsi.h"
 #include "sqcq_uapi.h"
@@ -551,6 +552,8 @@ static int __init vhost_scsi_init(void)
 			ret = -EBUSY;
 			goto err_debugfs;
 		}
+		/* Only in a test build: the in-tree module may load here. */
+		sqcq_fault_takeover_window();
 		vhost_scsi_misc.name = "vhost-scsi";
 	}
 	debugfs_create_file("pollers", 0444, vhost_scsi_debugfs, NULL,
