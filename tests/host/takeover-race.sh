@@ -68,8 +68,13 @@ bounded() {
 	fi
 	wait "$pid"
 }
-log0=$(dmesg | wc -l)
-new_log() { dmesg | tail -n +"$((log0 + 1))"; }
+# The kernel log since a mark of this run (the buffer of a long run has
+# wrapped: counting lines would not do); nothing when the mark is gone.
+MARK="takeover-race: start $$ $SECONDS"
+echo "$MARK" >/dev/kmsg
+new_log() { dmesg | awk -v m="$MARK" 'on { print } index($0, m) { on = 1 }'; }
+mark_in_log() { dmesg | grep -qF "$MARK"; }
+window_still_open() { ! new_log | grep -q "$FMOD: fault: takeover window closed"; }
 in_log() { new_log | grep -q "$1"; }
 # The driver core's report of a duplicate /dev/vhost-scsi: from its first
 # line to the kobject line after the stack trace.
@@ -138,8 +143,7 @@ t0=$SECONDS
 bounded 60 modprobe vhost_scsi
 mp=$?
 echo "# modprobe vhost_scsi: status $mp in $((SECONDS - t0)) s"
-check race-intree-loaded-inside-window bash -c \
-	"! dmesg | tail -n +$((log0 + 1)) | grep -q '$FMOD: fault: takeover window closed'"
+check race-intree-loaded-inside-window window_still_open
 # Ours goes on.
 check race-window-released bash -c "echo 0 >/sys/module/$FMOD/parameters/fault_takeover_wait_ms"
 if wait_for 60 exited "$ipid"; then
@@ -195,6 +199,8 @@ if [ -n "$rep" ]; then
 	[ -z "${SQCQ_VM_EXPECTED:-}" ] || printf '%s\n' "$rep" >>"$SQCQ_VM_EXPECTED"
 fi
 bad=$(new_log | grep -avxF -f <(printf '%s\n' "$rep") | grep -aE "$SQCQ_VM_LOG_BAD" | head -n 5)
+# The whole log since the mark, or the check would see nothing.
+check race-kernel-log-whole mark_in_log
 check race-kernel-log-clean [ -z "$bad" ] || printf '# %s\n' "$bad"
 cleanup
 exit $((fails > 0))
