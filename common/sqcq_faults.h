@@ -2,7 +2,8 @@
 /*
  * Fault hooks for the test builds of the modules (tests/faults/), which
  * make a failure this rig cannot otherwise cause: a device that never
- * answers, a poller that never yields.  In the modules people load every
+ * answers, a poller that never yields, a load that loses a race.  In the
+ * modules people load every
  * hook is a constant false and compiles away; a test build defines
  * SQCQ_TEST_FAULTS and the hooks' counters (module parameters of its own)
  * before it includes the module's source.
@@ -11,10 +12,16 @@
 #define SQCQ_FAULTS_H
 
 #ifdef SQCQ_TEST_FAULTS
+#include <linux/delay.h>
+#include <linux/jiffies.h>
+#include <linux/sched/signal.h>
+
 /* Defined by the test build: how many times each fault still fires. */
 extern unsigned int fault_setup_unanswered;
 extern unsigned int fault_poll_hog_s;
 extern unsigned int fault_break_after;
+/* Defined by the host's test build. */
+extern unsigned int fault_takeover_wait_ms;
 
 /* Take one firing of the fault counted by @n, if any is left. */
 static inline bool sqcq_fault_take(unsigned int *n)
@@ -70,6 +77,30 @@ static inline bool sqcq_fault_break_due(void)
 	WRITE_ONCE(fault_break_after, left - 1);
 	return left == 1;
 }
+
+/*
+ * Host load with takeover=1, between the check for the in-tree vhost_scsi
+ * and the registration of our node and fabric: wait up to
+ * fault_takeover_wait_ms, so that the test can load the in-tree module
+ * inside the window the check leaves open (tests/host/takeover-race.sh).
+ * The test ends the wait early by writing 0 to the parameter (its file is
+ * there while init runs); a signal to insmod ends it too.  Once.
+ */
+static inline void sqcq_fault_takeover_window(void)
+{
+	unsigned int ms = READ_ONCE(fault_takeover_wait_ms);
+	unsigned long end;
+
+	if (!ms)
+		return;
+	pr_info("fault: takeover window open (up to %u ms)\n", ms);
+	end = jiffies + msecs_to_jiffies(ms);
+	while (READ_ONCE(fault_takeover_wait_ms) &&
+	       time_before(jiffies, end) && !signal_pending(current))
+		msleep_interruptible(10);
+	WRITE_ONCE(fault_takeover_wait_ms, 0);
+	pr_info("fault: takeover window closed\n");
+}
 #else
 static inline bool sqcq_fault_setup_unanswered(bool is_setup)
 {
@@ -83,6 +114,10 @@ static inline void sqcq_fault_poll_hog(void)
 static inline bool sqcq_fault_break_due(void)
 {
 	return false;
+}
+
+static inline void sqcq_fault_takeover_window(void)
+{
 }
 #endif
 

@@ -41,6 +41,7 @@
 #include <linux/namei.h>
 
 #define SQCQ_PARAM_DEFINE	/* the parameters' one definition */
+#include "sqcq_faults.h"
 #include "sqcq_param.h"
 #include "sqcq_scsi.h"
 #include "sqcq_uapi.h"
@@ -557,21 +558,24 @@ static int __init vhost_scsi_init(void)
 			ret = -EBUSY;
 			goto err_debugfs;
 		}
+		/* Only in a test build: the in-tree module may load here. */
+		sqcq_fault_takeover_window();
 		vhost_scsi_misc.name = "vhost-scsi";
 	}
 	debugfs_create_file("pollers", 0444, vhost_scsi_debugfs, NULL,
 			    &vhost_scsi_pollers_fops);
 	/*
-	 * The node first: misc_register() refuses a name that is taken, so
-	 * an in-tree vhost_scsi that got in since the check above stops us
-	 * here, before our fabric is in the core's list.  Once the fabric is
-	 * registered nothing can fail, and no error path of ours unregisters
-	 * a fabric by a name another module may hold too.
+	 * The node first: misc_register() refuses a name that is taken
+	 * (-EEXIST, after the driver core's report of a duplicate sysfs
+	 * name), so an in-tree vhost_scsi that got in since the check above
+	 * stops us here, before our fabric is in the core's list.  Once the
+	 * fabric is registered nothing can fail, and no error path of ours
+	 * unregisters a fabric by a name another module may hold too.
 	 */
 	ret = misc_register(&vhost_scsi_misc);
 	if (ret) {
 		pr_err("cannot register /dev/%s: %d%s\n", vhost_scsi_misc.name,
-		       ret, takeover && ret == -EBUSY ?
+		       ret, takeover && (ret == -EEXIST || ret == -EBUSY) ?
 		       " (the in-tree vhost_scsi has it)" : "");
 		goto err_debugfs;
 	}

@@ -21,7 +21,9 @@
 #     through them; refused (with a clear log line) while the in-tree
 #     vhost_scsi is loaded, while loading beside it without takeover works;
 #     5b. the same target built by targetcli-fb, saved, cleared and
-#     restored by targetctl, I/O after each.
+#     restored by targetctl, I/O after each;
+#  6. takeover=1 racing a load of the in-tree vhost_scsi (takeover-race.sh,
+#     with the module's test build from tests/faults/host/).
 #
 # Usage: inside.sh KO CLIENT
 #        inside.sh --hook FUNCTION ARGS...   (configfs changes for the client:
@@ -266,4 +268,11 @@ check coexist-insmod insmod "$KO"
 check coexist-both-devnodes bash -c "[ -c /dev/vhost-scsi ] && [ -c /dev/vhost-scsi-sqcq ]"
 check coexist-rmmod rmmod $MOD
 check intree-rmmod rmmod vhost_scsi
+
+# ---- 6. takeover=1 racing the in-tree vhost_scsi -----------------------------
+# The test build (tests/faults/host/, built by the matrix beside the module)
+# holds our load between its check for the in-tree module and its
+# registrations while the in-tree module loads (takeover-race.sh).
+FKO=$(dirname "$(dirname "$KO")")/tests/faults/host/vhost_scsi_sqcq_faults.ko
+"$HERE/takeover-race.sh" "$KO" "$FKO" || fails=$((fails + 1))
 exit $((fails > 0))

@@ -13,7 +13,9 @@
 # on four queues in every descriptor layout, malformed requests, TMFs,
 # hotplug events, CLEAR_ENDPOINT/LUN unlink/SIGKILL/close with I/O in
 # flight, unload; and takeover=1 (fabric "vhost", /dev/vhost-scsi), the
-# target built by targetcli-fb and restored by targetctl.
+# target built by targetcli-fb and restored by targetctl; takeover=1 racing
+# a load of the in-tree vhost_scsi (takeover-race.sh, with the module's
+# test build from tests/faults/host/, which the matrix builds beside it).
 #
 # The module comes from out/<abi>/host/ (tests/matrix.sh ID builds it) or
 # --ko (a path under the repository: the VM sees the host root read-only,

@@ -4,7 +4,8 @@
 #   sqcq_vm_install_deps          install qemu, busybox-static, ... (host only)
 #   sqcq_vm_fetch_kernel ID|ABI   cached kernel under $SQCQ_CACHE/kimage/<abi>
 #   sqcq_vm_initramfs KDIR        cached busybox initramfs for that kernel
-#   sqcq_vm_log_problems FILE     kernel-log problems found in FILE, one a line
+#   sqcq_vm_log_problems FILE [EXPECTED]  kernel-log problems found in FILE,
+#                                 one a line (less EXPECTED's lines)
 #   sqcq_vm_taint_problems N      taint bits other than O and E, as text
 
 _sqcq_vm_here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -314,11 +315,20 @@ panic	Kernel panic
 BUG	BUG:
 WARNING	WARNING:"
 
-# sqcq_vm_log_problems FILE: print the offending lines of a kernel log (empty
-# output = clean). Lines that only echo a test's own log marker are kept:
-# a test must not print these words into the kernel log unless it means it.
+# sqcq_vm_log_problems FILE [EXPECTED]: print the offending lines of a kernel
+# log (empty output = clean). Lines that only echo a test's own log marker
+# are kept: a test must not print these words into the kernel log unless it
+# means it. EXPECTED, where given and present, lists whole lines (time stamp
+# included) of a report a test caused on purpose and identified
+# ($SQCQ_VM_EXPECTED in the guest): those exact lines, and no others, are
+# not counted.
 sqcq_vm_log_problems() {
-	grep -aE "$SQCQ_VM_LOG_BAD" "$1" 2>/dev/null | head -n 20 || true
+	if [ -s "${2:-}" ]; then
+		tr -d '\r' <"$1" 2>/dev/null | grep -avxF -f "$2" |
+			grep -aE "$SQCQ_VM_LOG_BAD" | head -n 20 || true
+	else
+		grep -aE "$SQCQ_VM_LOG_BAD" "$1" 2>/dev/null | head -n 20 || true
+	fi
 }
 
 # sqcq_vm_log_classes: read problem lines (sqcq_vm_log_problems' output) on

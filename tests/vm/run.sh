@@ -26,7 +26,10 @@
 #   --bzimage         boot the compressed vmlinuz instead of the ELF vmlinux
 #
 # In the guest: SQCQ_IN_VM=1, SQCQ_ABI, SQCQ_KVER, SQCQ_RESULTS,
-# SQCQ_VM_DEPTH (1 = L1, 2 = nested L2, ...).
+# SQCQ_VM_DEPTH (1 = L1, 2 = nested L2, ...), SQCQ_VM_EXPECTED (a file: a
+# command that made the kernel print a report on purpose writes that
+# report's lines there, exactly as dmesg prints them, and the log check
+# below does not count those lines; no other).
 #
 # Environment: SQCQ_VM_NESTED_ACCEL (nested guests: auto, kvm or tcg; see
 # nested.sh), SQCQ_VM_INITRD_EXTRA (more modules the initramfs loads, e.g.
@@ -177,9 +180,11 @@ results=$(cd "$results" && pwd)
 {
 	printf 'export SQCQ_KIMAGE=%q SQCQ_CWD=%q SQCQ_ABI=%q SQCQ_CACHE=%q SQCQ_VM_DEPTH=%q\n' \
 		"$kdir" "$cwd" "$abi" "$SQCQ_CACHE" "$depth"
+	echo 'export SQCQ_VM_EXPECTED=/run/sqcq/ctl/expected-log'
 	while IFS='=' read -r name _; do
 		case "$name" in
 		SQCQ_IN_VM | SQCQ_ABI | SQCQ_KVER | SQCQ_RESULTS | SQCQ_VM_DEPTH | SQCQ_CACHE | \
+			SQCQ_VM_EXPECTED | \
 			SQCQ_VM_NESTED | SQCQ_VM_INITRD_EXTRA | SQCQ_APT_DIR | SQCQ_VM_BOOT_RETRY) ;;
 		SQCQ_*) printf 'export %s=%q\n' "$name" "${!name-}" ;;
 		esac
@@ -343,7 +348,12 @@ elif [ -z "$rc" ]; then
 	echo "FAIL: vm-boot ($reason, kernel $abi)"
 	rc=125
 fi
-problems=$(sqcq_vm_log_problems "$log"; sqcq_vm_log_problems "$work/console.log")
+# Lines of a report COMMAND caused on purpose ($SQCQ_VM_EXPECTED).
+expected="$ctl/expected-log"
+if [ -s "$expected" ]; then
+	sqcq_log "kernel $abi: $(wc -l <"$expected") kernel log line(s) declared expected by COMMAND, not counted; first: $(head -n 1 "$expected")"
+fi
+problems=$(sqcq_vm_log_problems "$log" "$expected"; sqcq_vm_log_problems "$work/console.log" "$expected")
 # The sanitizer kernel's end-of-run checks (guest-stage2.sh): kmemleak's
 # objects, a kmemleak that could not scan, lockdep switched off.
 if [ -f "$ctl/rc" ] && grep -q '^CONFIG_DEBUG_KMEMLEAK=y' "$kdir/config" 2>/dev/null; then

@@ -4,7 +4,8 @@
 # "N passed, N failed"; exits non-zero if any failed.
 #
 # Tests (default: all, in this order):
-#   log-parser    unit test of the kernel-log and taint checks (no VM)
+#   log-parser    unit test of the kernel-log and taint checks (no VM), and
+#                 of the lines a command declared expected ($SQCQ_VM_EXPECTED)
 #   boot-6.1      6.1 VM: uname -r is the ABI, modprobe vhost_scsi works,
 #                 configfs/debugfs are mounted, a file comes back through
 #                 $SQCQ_RESULTS, SQCQ_* of the caller are passed in
@@ -89,6 +90,19 @@ t_log_parser() {
 		printf '%s\n' '[ 1.0] ok' "$bad" '[ 4.0] ok' >"$f"
 		expect "flagged: $bad" [ -n "$(sqcq_vm_log_problems "$f")" ]
 	done
+	# Lines a test declared expected are not counted; no other line is.
+	local exp="$tmp/fake-expected"
+	printf '%s\r\n' '[ 1.0] ok' '[ 2.0] sysfs: cannot create duplicate filename' \
+		'[ 2.0] Call Trace:' '[ 2.1] ok' >"$f"
+	printf '%s\n' '[ 2.0] sysfs: cannot create duplicate filename' '[ 2.0] Call Trace:' >"$exp"
+	expect "expected report not counted" [ -z "$(sqcq_vm_log_problems "$f" "$exp")" ]
+	printf '%s\n' '[ 1.0] ok' '[ 2.0] Call Trace:' '[ 3.0] Call Trace:' >"$f"
+	expect "an undeclared report still counted" \
+		[ "$(sqcq_vm_log_problems "$f" "$exp")" = '[ 3.0] Call Trace:' ]
+	printf '%s\n' 'Call Trace:' >"$exp"
+	expect "only whole lines declared" [ -n "$(sqcq_vm_log_problems "$f" "$exp")" ]
+	expect "no declaration file: all counted" \
+		[ -n "$(sqcq_vm_log_problems "$f" "$tmp/none")" ]
 	expect "taint 0 ok" [ -z "$(sqcq_vm_taint_problems 0)" ]
 	expect "taint O+E ok" [ -z "$(sqcq_vm_taint_problems $((4096 + 8192)))" ]
 	expect "taint W flagged" [ "$(sqcq_vm_taint_problems 512)" = "tainted 512 (W)" ]
