@@ -15,6 +15,7 @@
 extern unsigned int fault_setup_unanswered;
 extern unsigned int fault_poll_hog_s;
 extern unsigned int fault_break_after;
+extern unsigned int fault_tmf_unanswered;
 
 /* Take one firing of the fault counted by @n, if any is left. */
 static inline bool sqcq_fault_take(unsigned int *n)
@@ -70,6 +71,18 @@ static inline bool sqcq_fault_break_due(void)
 	WRITE_ONCE(fault_break_after, left - 1);
 	return left == 1;
 }
+
+/*
+ * Guest control queue: while fault_tmf_unanswered is set, the device is
+ * not notified of a SCSI TMF (@is_scsi_tmf: ABORT TASK, LUN reset; not the
+ * SQ/CQ requests) -- it stays on the ring, owned by the device and
+ * unanswered, until the device is reset or the parameter is cleared (the
+ * waiter's next periodic notification then reaches the device).
+ */
+static inline bool sqcq_fault_tmf_unanswered(bool is_scsi_tmf)
+{
+	return is_scsi_tmf && READ_ONCE(fault_tmf_unanswered);
+}
 #else
 static inline bool sqcq_fault_setup_unanswered(bool is_setup)
 {
@@ -81,6 +94,11 @@ static inline void sqcq_fault_poll_hog(void)
 }
 
 static inline bool sqcq_fault_break_due(void)
+{
+	return false;
+}
+
+static inline bool sqcq_fault_tmf_unanswered(bool is_scsi_tmf)
 {
 	return false;
 }
