@@ -20,6 +20,7 @@
 extern unsigned int fault_setup_unanswered;
 extern unsigned int fault_poll_hog_s;
 extern unsigned int fault_break_after;
+extern unsigned int fault_tmf_unanswered;
 /* Defined by the host's test build. */
 extern unsigned int fault_takeover_wait_ms;
 
@@ -101,6 +102,18 @@ static inline void sqcq_fault_takeover_window(void)
 	WRITE_ONCE(fault_takeover_wait_ms, 0);
 	pr_info("fault: takeover window closed\n");
 }
+
+/*
+ * Guest control queue: while fault_tmf_unanswered is set, the device is
+ * not notified of a SCSI TMF (@is_scsi_tmf: ABORT TASK, LUN reset; not the
+ * SQ/CQ requests) -- it stays on the ring, owned by the device and
+ * unanswered, until the device is reset or the parameter is cleared (the
+ * waiter's next periodic notification then reaches the device).
+ */
+static inline bool sqcq_fault_tmf_unanswered(bool is_scsi_tmf)
+{
+	return is_scsi_tmf && READ_ONCE(fault_tmf_unanswered);
+}
 #else
 static inline bool sqcq_fault_setup_unanswered(bool is_setup)
 {
@@ -118,6 +131,11 @@ static inline bool sqcq_fault_break_due(void)
 
 static inline void sqcq_fault_takeover_window(void)
 {
+}
+
+static inline bool sqcq_fault_tmf_unanswered(bool is_scsi_tmf)
+{
+	return false;
 }
 #endif
 

@@ -977,6 +977,19 @@ static const char *virtscsi_tmf_name(u32 subtype)
 }
 
 /*
+ * Only in a test build (common/sqcq_faults.h): whether the device is kept
+ * from hearing of @tmf, a SCSI TMF left unanswered on the ring.
+ */
+static bool virtscsi_tmf_unheard(struct virtscsi_dev *dev,
+				 struct virtscsi_tmf *tmf)
+{
+	u32 subtype = virtio32_to_cpu(dev->vdev, tmf->req.tmf.subtype);
+
+	return sqcq_fault_tmf_unanswered(subtype == VIRTIO_SCSI_T_TMF_ABORT_TASK ||
+					 subtype == VIRTIO_SCSI_T_TMF_LOGICAL_UNIT_RESET);
+}
+
+/*
  * Queue @tmf (@out_len readable bytes of its request, then its response
  * buffer) on the control queue.  Returns 0 when it is on the ring (the
  * device owns it now: see virtscsi_ctrl_wait()), else -errno (the caller still
@@ -988,6 +1001,7 @@ static int virtscsi_ctrl_queue(struct virtscsi_dev *dev, struct virtscsi_tmf *tm
 	struct scatterlist out, in, *sgs[2] = { &out, &in };
 	struct virtscsi_vq *q = &dev->ctrl;
 	struct virtqueue *kick = NULL;
+	bool unheard = virtscsi_tmf_unheard(dev, tmf);
 	unsigned long flags;
 	int ret;
 
@@ -998,7 +1012,8 @@ static int virtscsi_ctrl_queue(struct virtscsi_dev *dev, struct virtscsi_tmf *tm
 	spin_lock_irqsave(&q->lock, flags);
 	ret = virtscsi_vq_add(q, sgs, 1, 1, tmf, true, &kick);
 	spin_unlock_irqrestore(&q->lock, flags);
-	virtscsi_vq_notify(kick);
+	if (!unheard)
+		virtscsi_vq_notify(kick);
 	return ret;
 }
 
@@ -1031,7 +1046,7 @@ static int virtscsi_ctrl_wait(struct virtscsi_dev *dev, struct virtscsi_tmf *tmf
 		if (!left) {
 			virtscsi_vq_drain(&dev->ctrl, SQCQ_SRC_EH);
 			left = completion_done(&tmf->done);
-			if (!left)
+			if (!left && !virtscsi_tmf_unheard(dev, tmf))
 				virtscsi_vq_notify_anyway(&dev->ctrl);
 		}
 		if (left)

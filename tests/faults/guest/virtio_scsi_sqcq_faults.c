@@ -18,5 +18,9 @@ unsigned int fault_break_after;
 module_param(fault_break_after, uint, 0644);
 MODULE_PARM_DESC(fault_break_after, "Test only: the N-th command submitted from now on marks the device broken (virtio_break_device()), as a device that broke the ring protocol");
 
+unsigned int fault_tmf_unanswered;
+module_param(fault_tmf_unanswered, uint, 0644);
+MODULE_PARM_DESC(fault_tmf_unanswered, "Test only: while set, the device is not notified of SCSI TMFs (ABORT TASK, LUN reset): they stay on the control queue unanswered until a reset or until it is cleared");
+
 /* From guest/ (-I in Kbuild), or beside this file in a copy of the tree. */
 #include "virtio_scsi_sqcq.c"
