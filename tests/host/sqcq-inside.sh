@@ -672,7 +672,7 @@ if [ "$(nproc)" -ge 2 ]; then
 	opid=$!
 	sleep 3
 	# vq3_handoffs: the last column of vq 3's line in the device's queues file.
-	vq3_handoffs() { awk '$1 == 3 && NF == 12 { print $12 }' $DBG/dev*/queues; }
+	vq3_handoffs() { awk '$1 == 3 && NF >= 12 { print $12 }' $DBG/dev*/queues; }
 	b0=$(dev_sum poll_handoffs) q0=$(vq3_handoffs) k0=$(dev_sum poll_parks)
 	sleep 2
 	b1=$(dev_sum poll_handoffs) q1=$(vq3_handoffs) k1=$(dev_sum poll_parks)
