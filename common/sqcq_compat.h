@@ -69,6 +69,13 @@ static inline void hrtimer_setup(struct hrtimer *timer,
 #include <target/target_core_base.h>
 #include <target/target_core_fabric.h>
 
+/* kmap_local_page() came in 5.11; the atomic mapping does as well here. */
+#ifndef SQCQ_HAVE_KMAP_LOCAL
+#include <linux/highmem.h>
+#define kmap_local_page(page)	kmap_atomic(page)
+#define kunmap_local(addr)	kunmap_atomic(addr)
+#endif
+
 /* eventfd_signal() lost its count argument in 6.8. */
 #ifndef SQCQ_HAVE_EVENTFD_SIGNAL_1ARG
 #define eventfd_signal(ctx)	eventfd_signal((ctx), 1)

@@ -92,7 +92,7 @@ static int vhost_log_set_bits(u64 base, u64 first, u64 last)
 		if ((unsigned long)ua != ua ||
 		    pin_user_pages_fast(page_ua, 1, FOLL_WRITE, &page) != 1)
 			return -EFAULT;
-		va = kmap(page);
+		va = kmap_local_page(page);
 		/*
 		 * Our writes to the guest pages before the bits; pairs with
 		 * the VMM's atomic exchange of the word, which comes before
@@ -101,7 +101,7 @@ static int vhost_log_set_bits(u64 base, u64 first, u64 last)
 		smp_mb__before_atomic();
 		for (i = 0; i < n; i++)
 			set_bit_le(bit + i, va);
-		kunmap(page);
+		kunmap_local(va);
 		unpin_user_pages_dirty_lock(&page, 1, true);
 		first += n;
 	}

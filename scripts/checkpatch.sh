@@ -27,7 +27,9 @@
 #                          as ->map_queues returns void or int;
 #                          SQCQ_TFO_SUBMIT_TYPE and SQCQ_SHT_MQ_POLL() are
 #                          designated initializers of members that older
-#                          kernels lack
+#                          kernels lack; DEPRECATED_API: kmap_atomic()
+#                          stands in for kmap_local_page() on 5.10, which
+#                          lacks it (the host's dirty log)
 #   common/sqcq_param.h  YIELD: sqcq_poll_give_cpu() yields to the task
 #                          that wants the poller's CPU (the target core's
 #                          kworker), which is what yield() does; nothing
@@ -76,7 +78,7 @@ out=$(
 	run "$base,YIELD" common/sqcq_param.h
 	run "$base,BIT_MACRO,PREFER_DEFINED_ATTRIBUTE_MACRO,ARRAY_SIZE,MEMORY_BARRIER" \
 		common/sqcq_uapi.h
-	run "$base,MACRO_WITH_FLOW_CONTROL,COMPLEX_MACRO" common/sqcq_compat.h
+	run "$base,MACRO_WITH_FLOW_CONTROL,COMPLEX_MACRO,DEPRECATED_API" common/sqcq_compat.h
 	run "$base" common/sqcq_vhost_abi.h
 	run "$base,PRINTK_WITHOUT_KERN_LEVEL" host/sqcq_vhost.h
 )

@@ -58,6 +58,8 @@ has SQCQ_HAVE_TARGET_QUEUE_SUBMISSION target/target_core_fabric.h \
 has SQCQ_HAVE_DIRECT_SUBMIT_SUPP target/target_core_fabric.h \
 	'direct_submit_supp'
 
+has SQCQ_HAVE_KMAP_LOCAL linux/highmem-internal.h 'void \*kmap_local_page\('
+
 # Guest side
 has SQCQ_HAVE_SCSI_MQ_POLL scsi/scsi_host.h 'int \(\* ?mq_poll\)'
 has SQCQ_HAVE_SCSI_DONE scsi/scsi_cmnd.h 'void scsi_done\(struct scsi_cmnd'
