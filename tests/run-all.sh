@@ -157,6 +157,9 @@ guest_stage() {
 	# an L2 on the rt kernel with our host in L1 (its reap in the irq_work
 	# thread there; about 90 s).
 	budgeted tests/debug/watchdog.sh --l2-kernel 6.1-rt || rc=1
+	# A freeze asked for with a LUN reset unanswered (#24: the LUN must
+	# run after; about 25 s).
+	budgeted tests/guest/tmf-freeze.sh --kernel 7.2 || rc=1
 	return $rc
 }
 
