@@ -503,6 +503,8 @@ bool vhost_log_covers(struct vhost_dev *dev, const struct vhost_umem *umem,
 		      u64 base);
 /* Whether [@gpa, @gpa + @len) has its bits in user memory at @base. */
 bool vhost_log_range_ok(u64 base, u64 gpa, u64 len);
+/* Whether the device logs now: a log base and LOG_ALL.  Any context. */
+bool vhost_dev_logging(const struct vhost_dev *dev);
 /* VHOST_SET_LOG_BASE and VHOST_SET_LOG_FD; dev->mutex held, the owner. */
 long vhost_dev_set_log_base(struct vhost_dev *dev, u64 base);
 long vhost_dev_set_log_fd(struct vhost_dev *dev, int fd);

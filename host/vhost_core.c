@@ -10,7 +10,6 @@
  */
 #include <linux/cgroup.h>
 #include <linux/file.h>
-#include <linux/highmem.h>
 #include <linux/kthread.h>
 #include <linux/log2.h>
 #include <linux/memcontrol.h>
@@ -1921,13 +1920,13 @@ void vhost_dev_cleanup(struct vhost_dev *dev)
 }
 
 /*
- * VHOST_F_LOG_ALL alone may change while the rings run: the VMM switches
- * it at the start and the end of a migration.  The new value is written
- * under poll_lock (the doorbell area's logger reads it there) and each
- * ring's mutex is taken once after, so no worker batch that began before
- * this returns still writes without logging.
+ * Store the acked features.  VHOST_F_LOG_ALL may change while the rings
+ * run (the VMM switches it at the start and the end of a migration), so
+ * the value is written under poll_lock (the doorbell area's logger reads
+ * it there) and each ring's mutex is taken once after: no worker batch
+ * that began before this returns still writes without logging.
  */
-static void vhost_set_log_all(struct vhost_dev *dev, u64 features)
+static void vhost_dev_store_features(struct vhost_dev *dev, u64 features)
 {
 	unsigned int i;
 
@@ -1965,15 +1964,14 @@ static long vhost_set_features(struct vhost_dev *dev, u64 features)
 			      dev->owner_pid);
 		return -EFAULT;
 	}
-	/* The same features again, or only LOG_ALL changed. */
-	if (!((features ^ dev->features) & ~BIT_ULL(VHOST_F_LOG_ALL))) {
-		vhost_set_log_all(dev, features);
-		return 0;
-	}
-	if (vhost_dev_any_running(dev))
+	/*
+	 * Anything but LOG_ALL changes only while the rings are stopped: the
+	 * worker reads the other features only while running.
+	 */
+	if (((features ^ dev->features) & ~BIT_ULL(VHOST_F_LOG_ALL)) &&
+	    vhost_dev_any_running(dev))
 		return -EBUSY;
-	/* Rings are stopped: the worker reads features only while running. */
-	vhost_set_log_all(dev, features);
+	vhost_dev_store_features(dev, features);
 	return 0;
 }
 

@@ -28,6 +28,8 @@
  * the log would reach the destination stale.
  */
 
+#include <linux/highmem.h>
+
 /* The log's page: VHOST_PAGE_SIZE of the UAPI, whatever PAGE_SIZE is. */
 #define SQCQ_LOG_PAGE_SHIFT	12
 
@@ -106,6 +108,12 @@ static int vhost_log_set_bits(u64 base, u64 first, u64 last)
 		first += n;
 	}
 	return 0;
+}
+
+bool vhost_dev_logging(const struct vhost_dev *dev)
+{
+	return READ_ONCE(dev->log_base) &&
+	       (READ_ONCE(dev->features) & BIT_ULL(VHOST_F_LOG_ALL));
 }
 
 /* vq->mutex held: logging is on for this ring's writes. */
@@ -203,8 +211,7 @@ void vhost_dev_log_area(struct vhost_dev *dev, u64 gpa, u64 len)
 	 * A release may run in any process: without the owner's mm there
 	 * is no log to write, and no migration to write it for.
 	 */
-	if (!base || !len || !vhost_dev_has_feature(dev, VHOST_F_LOG_ALL) ||
-	    current->mm != dev->mm)
+	if (!len || !vhost_dev_logging(dev) || current->mm != dev->mm)
 		return;
 	if (vhost_log_set_bits(base, gpa >> SQCQ_LOG_PAGE_SHIFT,
 			       (gpa + len - 1) >> SQCQ_LOG_PAGE_SHIFT)) {

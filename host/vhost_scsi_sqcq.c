@@ -394,9 +394,8 @@ static int vhost_scsi_queues_show(struct seq_file *m, void *v)
 		   READ_ONCE(s->vdev.stat_handoffs),
 		   READ_ONCE(s->vdev.poll_spin));
 	seq_printf(m, "dirty_log: %s\nlog_failures: %llu\n",
-		   READ_ONCE(s->vdev.log_base) &&
-		   (READ_ONCE(s->vdev.features) & BIT_ULL(VHOST_F_LOG_ALL)) ?
-		   "on" : "off", READ_ONCE(s->vdev.stat_log_failures));
+		   vhost_dev_logging(&s->vdev) ? "on" : "off",
+		   READ_ONCE(s->vdev.stat_log_failures));
 	seq_puts(m, "vq num running broken mode requests kicks calls doorbells calls_saved worker handoffs log_writes\n");
 	/* Racy snapshot of counters the worker updates; good enough. */
 	for (i = 0; i < s->vdev.nvqs; i++) {

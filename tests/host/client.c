@@ -1785,6 +1785,37 @@ static unsigned long long dbg_vq_requests(const char *dir, unsigned int vq)
 	return 0;
 }
 
+/*
+ * The value of the line "@key: VALUE" in debugfs file @file ("queues",
+ * "targets") of this device, into @val; false if there is no such line.
+ */
+static bool dbg_dev_str(const char *file, const char *key, char *val,
+			size_t len)
+{
+	char dir[512] = "", path[600], buf[16384], *p;
+	size_t n = strlen(key);
+
+	dbg_devs(getpid(), dir, sizeof(dir));
+	snprintf(path, sizeof(path), "%s/%s", dir, file);
+	if (!dir[0] || !read_file(path, buf, sizeof(buf)))
+		return false;
+	for (p = buf; p; p = strchr(p, '\n'), p += !!p)
+		if (!strncmp(p, key, n) && p[n] == ':' && p[n + 1] == ' ') {
+			snprintf(val, len, "%.*s", (int)strcspn(p + n + 2, "\n"),
+				 p + n + 2);
+			return true;
+		}
+	return false;
+}
+
+/* A number of dbg_dev_str(), -1 without the line. */
+static long long dbg_dev_key(const char *file, const char *key)
+{
+	char v[64];
+
+	return dbg_dev_str(file, key, v, sizeof(v)) ? strtoll(v, NULL, 0) : -1;
+}
+
 /* How many tasks in directory @dir (/proc or /proc/N/task) are named @want. */
 static int tasks_named(const char *dir, const char *want)
 {
@@ -4196,21 +4227,6 @@ static void t_close_in_flight(int fd)
 /* ---- hostile-guest checks (each one a hole a review found) ---- */
 
 /* A "key: value" number of the debugfs "targets" file of our device. */
-static long long dbg_target_stat(const char *key)
-{
-	char dir[512] = "", path[600], buf[8192], *p;
-	long long v = -1;
-
-	dbg_devs(getpid(), dir, sizeof(dir));
-	snprintf(path, sizeof(path), "%s/targets", dir);
-	if (!dir[0] || !read_file(path, buf, sizeof(buf)))
-		return -1;
-	p = strstr(buf, key);
-	if (p && sscanf(p + strlen(key), ": %lld", &v) == 1)
-		return v;
-	return -1;
-}
-
 static bool check_bad_cdb(const struct sres *s)
 {
 	uint8_t key = 0, asc = 0;
@@ -4312,9 +4328,9 @@ static void t_direction(void)
 	disks[0].valid[300] = 0;	/* whatever happened, stop trusting it */
 	result(check_bad_cdb(&s), "scsi-write-writable-buffer-check-condition",
 	       "%s", sres_str(&s));
-	result(dbg_target_stat("bad_direction") >= 5,
+	result(dbg_dev_key("targets", "bad_direction") >= 5,
 	       "scsi-direction-debugfs-counted", "%lld",
-	       dbg_target_stat("bad_direction"));
+	       dbg_dev_key("targets", "bad_direction"));
 	tur(1, 0, &s);
 	result(good(&s), "scsi-direction-queue-still-works", "%s",
 	       sres_str(&s));
@@ -4484,7 +4500,7 @@ static void t_inflight_cap(int fd)
 	q->call = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	q->err = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	expect("scsi-flood-queue-start", cvq_start(fd, q, FLOOD_VQ, false), 0);
-	busy0 = dbg_target_stat("busy");
+	busy0 = dbg_dev_key("targets", "busy");
 
 	req = new_req(1, 0);
 	cdb_rw(req->cdb, false, false, 0, big / SECT);
@@ -4504,8 +4520,8 @@ static void t_inflight_cap(int fd)
 	       total, FLOOD_ROUNDS * FLOOD_NUM);
 	/* Every request is answered exactly once: BUSY or its data. */
 	drained = wait16(&q->used->idx, (uint16_t)total, 120000);
-	busy = dbg_target_stat("busy") - busy0;
-	hiwat = dbg_target_stat("inflight_max");
+	busy = dbg_dev_key("targets", "busy") - busy0;
+	hiwat = dbg_dev_key("targets", "inflight_max");
 	result(drained, "scsi-flood-all-answered", "used %u of %u",
 	       load16(&q->used->idx), total);
 	result(busy > 0 && hiwat >= 0 && hiwat <= FLOOD_NUM,
@@ -4682,35 +4698,6 @@ static int log_rings(int fd, unsigned int first, unsigned int n, bool on)
 	return 0;
 }
 
-/*
- * The value of "@key: " in the debugfs "queues" file of this device, into
- * @val; false if there is no such line.
- */
-static bool dbg_dev_str(const char *key, char *val, size_t len)
-{
-	char dir[512] = "", path[600], buf[16384], *p;
-	size_t n = strlen(key);
-
-	dbg_devs(getpid(), dir, sizeof(dir));
-	snprintf(path, sizeof(path), "%s/queues", dir);
-	if (!dir[0] || !read_file(path, buf, sizeof(buf)))
-		return false;
-	for (p = buf; p; p = strchr(p, '\n'), p += !!p)
-		if (!strncmp(p, key, n) && p[n] == ':' && p[n + 1] == ' ') {
-			snprintf(val, len, "%.*s", (int)strcspn(p + n + 2, "\n"),
-				 p + n + 2);
-			return true;
-		}
-	return false;
-}
-
-static long long dbg_dev_key(const char *key)
-{
-	char v[64];
-
-	return dbg_dev_str(key, v, sizeof(v)) ? strtoll(v, NULL, 0) : -1;
-}
-
 /* Sum of the log_writes column over the queues, -1 if not shown. */
 static long long dbg_log_writes(void)
 {
@@ -4792,7 +4779,7 @@ static void t_dirty_log(int fd)
 	{
 		char v[64] = "";
 
-		result(dbg_dev_str("dirty_log", v, sizeof(v)) &&
+		result(dbg_dev_str("queues", "dirty_log", v, sizeof(v)) &&
 		       !strcmp(v, "on"), "dirty-log-debugfs-on", "'%s'", v);
 	}
 
@@ -4836,7 +4823,7 @@ static void t_dirty_log(int fd)
 		   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	munmap(bad + 4096, 4096);
 	base = (uintptr_t)bad + 4096 - 0x600;
-	w0 = dbg_dev_key("log_failures");
+	w0 = dbg_dev_key("queues", "log_failures");
 	expect("dirty-log-base-small-accepted",
 	       ioctl(fd, VHOST_SET_LOG_BASE, &base), 0);
 	log_all(fd, true);
@@ -4857,7 +4844,7 @@ static void t_dirty_log(int fd)
 		       "dirty-log-small-log-no-answer",
 		       "answered although its page could not be logged");
 	}
-	w1 = dbg_dev_key("log_failures");
+	w1 = dbg_dev_key("queues", "log_failures");
 	result(w1 > w0 && w0 >= 0, "dirty-log-small-log-counted",
 	       "log_failures %lld -> %lld", w0, w1);
 	result(klog_count("cannot set guest pages in the dirty log") > 0,
