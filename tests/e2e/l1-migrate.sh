@@ -19,26 +19,6 @@
 # classic).
 
 mig_dir=/tmp/e2e-migrate
-# mig_qmp SOCK CMD...: send QMP commands (JSON objects) one by one, print
-# each reply ("qmp: ...").  Status 0 when every one returned.
-mig_qmp() {
-	# shellcheck disable=SC2016 # perl's variables
-	timeout 30 perl -MIO::Socket::UNIX -e '
-		my $s = IO::Socket::UNIX->new(Peer => shift @ARGV) or die "connect: $!\n";
-		my $ok = 1;
-		<$s>;
-		for my $c ("{\"execute\": \"qmp_capabilities\"}", @ARGV) {
-			print $s "$c\n";
-			my $r;
-			while (defined($r = <$s>)) { last if $r =~ /"(return|error)"/ }
-			defined $r or die "QMP closed\n";
-			chomp $r;
-			print "qmp: $r\n";
-			$ok = 0 unless $r =~ /"return"/;
-		}
-		exit !$ok;' "$@"
-}
-
 # mig_start N [INCOMING]: QEMU N in the background (pid in mig_pid[N]),
 # its console in $mig_dir/console-N.log; with INCOMING it waits for a
 # migration on that unix socket.
@@ -72,18 +52,18 @@ mig_move() {
 		fail "migrate $mig_kind $from->$to: the destination QEMU did not listen ($(tail -n 3 "$mig_dir/qemu-$to.log" | tr '\n' ' '))"
 		return 1
 	}
-	mig_qmp "$mig_dir/qmp-$from.sock" \
+	qmp "$mig_dir/qmp-$from.sock" \
 		"{\"execute\": \"migrate\", \"arguments\": {\"uri\": \"unix:$mig_dir/mig-$to.sock\"}}" \
 		>>"$mig_dir/qmp.log" 2>&1 || { fail "migrate $mig_kind $from->$to: QMP migrate refused ($(tail -n 1 "$mig_dir/qmp.log"))"; return 1; }
 	for _ in $(seq 240); do
-		st=$(mig_qmp "$mig_dir/qmp-$from.sock" '{"execute": "query-migrate"}' 2>&1 |
+		st=$(qmp "$mig_dir/qmp-$from.sock" query-migrate 2>&1 |
 			sed -n 's/.*"status": "\([a-z-]*\)".*/\1/p' | tail -n 1)
 		case "$st" in completed | failed | cancelled) break ;; esac
 		sleep 1
 	done
 	log "migrate $mig_kind $from->$to: $st"
 	check "migrate $mig_kind $from->$to: completed (${st:-no answer})" [ "$st" = completed ] || return 1
-	mig_qmp "$mig_dir/qmp-$from.sock" '{"execute": "quit"}' >>"$mig_dir/qmp.log" 2>&1
+	qmp "$mig_dir/qmp-$from.sock" quit >>"$mig_dir/qmp.log" 2>&1
 	wait "${mig_pid[$from]}" 2>/dev/null
 	return 0
 }

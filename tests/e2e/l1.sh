@@ -140,29 +140,40 @@ host_idle_ticks() {
 }
 # L2's QEMU monitor (QMP), for hotplug-stopcont.req.
 qmp_sock=/tmp/e2e-l2-qmp.sock
-# qmp_stopcont S: QMP stop, S seconds, cont (perl: perl-base is Essential in
-# Debian, and bash cannot open a unix socket). Prints "ok" (both commands
+# qmp SOCK CMD...: QMP commands to the monitor at SOCK, one by one, each a
+# bare command name or a JSON object (one with arguments), after
+# qmp_capabilities (perl: perl-base is Essential in Debian, and bash cannot
+# open a unix socket). Prints "qmp NAME: REPLY" for each; status 0 when
+# every one returned.
+qmp() {
+	# shellcheck disable=SC2016 # perl's variables
+	timeout 30 perl -MIO::Socket::UNIX -e '
+		my $s = IO::Socket::UNIX->new(Peer => shift @ARGV) or die "connect: $!\n";
+		my $ok = 1;
+		<$s>; # the greeting
+		for my $c ("qmp_capabilities", @ARGV) {
+			my $j = $c =~ /^\{/ ? $c : "{\"execute\": \"$c\"}";
+			my ($name) = $j =~ /"execute": *"([^"]*)"/;
+			print $s "$j\n";
+			my $r;
+			while (defined($r = <$s>)) { last if $r =~ /"(return|error)"/ } # events
+			defined $r or die "QMP closed at $name\n";
+			chomp $r;
+			print "qmp $name: $r\n" unless $c eq "qmp_capabilities";
+			$ok = 0 unless $r =~ /"return"/;
+		}
+		exit !$ok;' "$@"
+}
+# qmp_stopcont S: QMP stop, S seconds, cont. Prints "ok" (every command
 # returned) or "failed", each command's reply, and the first host log
 # line "SQ/CQ stopped" that came meanwhile ("host-log: none" without one).
 qmp_stopcont() {
 	local n0 out st=0 line
 	n0=$(dmesg | grep -c 'SQ/CQ stopped')
-	# shellcheck disable=SC2016 # perl's variables
-	out=$(timeout 30 perl -MIO::Socket::UNIX -e '
-		my $s = IO::Socket::UNIX->new(Peer => $ARGV[0]) or die "connect $ARGV[0]: $!\n";
-		my $ok = 1;
-		<$s>; # the greeting
-		for my $c (qw(qmp_capabilities stop query-status cont query-status)) {
-			sleep $ARGV[1] if $c eq "cont";
-			print $s "{\"execute\": \"$c\"}\n";
-			my $r;
-			while (defined($r = <$s>)) { last if $r =~ /"(return|error)"/ } # events
-			defined $r or die "QMP closed at $c\n";
-			chomp $r;
-			print "qmp $c: $r\n";
-			$ok = 0 unless $r =~ /"return"/;
-		}
-		exit !$ok;' "$qmp_sock" "$1" 2>&1) || st=$?
+	out=$(qmp "$qmp_sock" stop query-status 2>&1) || st=$?
+	sleep "$1"
+	out="$out
+$(qmp "$qmp_sock" cont query-status 2>&1)" || st=$?
 	line=$(dmesg | grep 'SQ/CQ stopped' | tail -n +$((n0 + 1)) | head -n 1)
 	[ "$st" = 0 ] && echo ok || echo "failed (status $st)"
 	echo "$out"
