@@ -373,7 +373,7 @@ for stage in $STAGES; do
 done
 # CI keeps only the head and the tail of this output: what failed is
 # repeated here, at the end, so that its tail says which checks (the fuzz
-# seed with them) and what the first kernel report of the fuzzer was.
+# seed with them) and what the first kernel report of each stage was.
 if [ "$failed" -ne 0 ]; then
 	echo "=== what failed (the first 40 FAIL lines, each cut at 600 characters):"
 	grep '^FAIL: ' "$SUMMARY" | head -n 40 | cut -c1-600
@@ -381,6 +381,14 @@ if [ "$failed" -ne 0 ]; then
 		grep -m1 '^fuzz seed: ' "$LOGDIR/stage-fuzz.log"
 		grep -m1 -A16 'new kernel report line' "$LOGDIR/stage-fuzz.log" | cut -c1-300
 	fi
+	# A VM's kernel report (an oops, a lockup): its registers and call
+	# trace as tests/vm/run.sh printed them, first one of each stage; the
+	# FAIL line alone did not say whose code it was (CI, 2026-12-06).
+	for f in "$LOGDIR"/stage-*.log; do
+		grep -qi '^FAIL: vm-kernel-log' "$f" || continue
+		echo "=== first kernel report in $(basename "$f" .log):"
+		awk '/^---- first report / { p = 1 } p { print; if (++n >= 45) exit }' "$f" | cut -c1-240
+	done
 fi
 echo "=== stage times (seconds):"
 printf '%s' "$stage_times"
