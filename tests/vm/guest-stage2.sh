@@ -37,6 +37,12 @@ for p in "$SQCQ_CWD" "${SQCQ_CACHE:-}"; do
 	done
 done
 
+# From here the console shows warnings as well as errors (quiet let errors
+# only through): an oops' call trace, a lockup's frames and the NMI
+# backtraces of an RCU stall reach run.sh's console.log even when the VM
+# dies before this script saves the kernel log (an L1 whose CPU stalled in
+# CI showed the stall's header lines only, 2026-12-06).
+echo 5 >/proc/sys/kernel/printk || note "cannot raise the console log level"
 note "running command"
 read -r up _ </proc/uptime
 echo "$up" >"$ctl/uptime-start"
