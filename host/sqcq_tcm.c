@@ -1369,7 +1369,7 @@ int vhost_scsi_clear_endpoint(struct vhost_scsi *s, const struct vhost_scsi_targ
 	if (!s->ep_set) {
 		/* QEMU clears at every stop, also when nothing was bound. */
 		vhost_scsi_ep_unlock(s);
-		vhost_doorbells_detach(&s->vdev, "endpoint cleared");
+		vhost_dev_stop_doorbells(&s->vdev, "endpoint cleared");
 		return 0;
 	}
 	if (strcmp(s->ep_wwpn, t->vhost_wwpn)) {
@@ -1385,7 +1385,7 @@ int vhost_scsi_clear_endpoint(struct vhost_scsi *s, const struct vhost_scsi_targ
 	 * this detach is refused (vhost_scsi_ctrl_sqcq()), one served before is
 	 * removed by it.
 	 */
-	vhost_doorbells_detach(&s->vdev, "endpoint cleared");
+	vhost_dev_stop_doorbells(&s->vdev, "endpoint cleared");
 	vhost_scsi_endpoint_release(s);
 	vhost_dev_log(&s->vdev, KERN_INFO, "dev%d: endpoint %s cleared\n",
 		      s->id, t->vhost_wwpn);

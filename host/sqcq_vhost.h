@@ -224,6 +224,32 @@ struct vhost_dev_ops {
 	void (*reset)(struct vhost_dev *dev);
 	/* Bind the calling poller per the poll_cpu setting. */
 	void (*poll_bind)(struct vhost_dev *dev);
+	/* The SQ/CQ side: host/vhost_sqcq.c's vhost_sqcq_ops. */
+	const struct vhost_sqcq_ops *sqcq;
+};
+
+/*
+ * What the core asks of the SQ/CQ side (host/vhost_sqcq.c), through the
+ * device's ops: the core calls no function of that file by name, so the
+ * layers stay core <- SQ/CQ <- fabric <- front door (docs/host-vhost-core.md).
+ * Each hook is the function of the same role declared below.
+ */
+struct vhost_sqcq_ops {
+	/* vhost_sqcq_worker_place(): a worker that does not poll, per pass. */
+	void (*place_worker)(struct vhost_worker *w);
+	/* vhost_sqcq_poll_run(): the default worker while SQs are polled. */
+	void (*poll_run)(struct vhost_worker *w);
+	/* vhost_doorbells_kicked(): from the kick's wakeup, RCU read side. */
+	void (*kicked)(struct vring_sq *sq);
+	/* vhost_doorbells_publish_cq(): from vhost_vq_notify(). */
+	bool (*publish_cq)(struct vhost_vq *vq, struct vring_cq *cq);
+	/* __vhost_doorbells_detach(): poll_lock held. */
+	bool (*detach)(struct vhost_dev *dev, const char *why);
+	/* vhost_doorbells_cover(): poll_lock held. */
+	bool (*cover)(struct vhost_dev *dev, const struct vhost_vq *vq);
+	/* vhost_doorbells_revalidate(): after a new memory table. */
+	void (*revalidate)(struct vhost_dev *dev,
+			   const struct vhost_umem *umem);
 };
 
 struct vhost_dev {
@@ -435,8 +461,11 @@ void vhost_doorbells_kicked(struct vring_sq *sq);
  * Return: false when no area was installed.
  */
 bool __vhost_doorbells_detach(struct vhost_dev *dev, const char *why);
-/* The same from any context that holds no vq->mutex. */
-void vhost_doorbells_detach(struct vhost_dev *dev, const char *why);
+/*
+ * The same from any context that holds no vq->mutex (host/vhost_core.c,
+ * through the ops).
+ */
+void vhost_dev_stop_doorbells(struct vhost_dev *dev, const char *why);
 /* Whether @vq is polled through the area; poll_lock held. */
 bool vhost_doorbells_cover(struct vhost_dev *dev, const struct vhost_vq *vq);
 /* After a new memory table: keep the area only if it still maps the same. */
@@ -457,6 +486,8 @@ void vhost_sqcq_poll_run(struct vhost_worker *w);
  * pass, it acts once per change of poll_cpu.
  */
 void vhost_sqcq_worker_place(struct vhost_worker *w);
+/* These, as the device's ops carry them (host/vhost_sqcq.c). */
+extern const struct vhost_sqcq_ops vhost_sqcq_ops;
 /*
  * The shared pollers (poll_shared): at most one kernel thread per CPU of
  * poll_cpu watches the SQ doorbells of every device whose worker is
@@ -492,7 +523,21 @@ bool vhost_worker_serve_pending(struct vhost_worker *w);
 /* Whether a queue of @w is pending (a kick or a completion not served yet). */
 bool vhost_worker_has_pending(struct vhost_worker *w);
 
-/* ---- dirty logging (host/vhost_log.c) ---- */
+/* ---- dirty logging (host/vhost_log.c; the rings' part in vhost_core.c) ---- */
+
+/*
+ * A used ring's entry, and the bytes of a ring of @num entries (flags,
+ * idx, ring, avail_event).
+ */
+struct vhost_used_elem {
+	__le32 id;
+	__le32 len;
+};
+
+static inline size_t vhost_used_bytes(unsigned int num)
+{
+	return 4 + sizeof(struct vhost_used_elem) * (size_t)num + 2;
+}
 
 /*
  * Whether @umem's guest addresses, and every logged used ring, have their
@@ -503,6 +548,12 @@ bool vhost_log_covers(struct vhost_dev *dev, const struct vhost_umem *umem,
 		      u64 base);
 /* Whether [@gpa, @gpa + @len) has its bits in user memory at @base. */
 bool vhost_log_range_ok(u64 base, u64 gpa, u64 len);
+/*
+ * Set the bits of guest range [@gpa, @gpa + @len) in the bitmap at @base,
+ * after the host's write to it, in the caller's mm.  0 or -EFAULT (a log
+ * page not mapped writable, or a range that wraps).
+ */
+int vhost_log_mark(u64 base, u64 gpa, u64 len);
 /* Whether the device logs now: a log base and LOG_ALL.  Any context. */
 bool vhost_dev_logging(const struct vhost_dev *dev);
 /* VHOST_SET_LOG_BASE and VHOST_SET_LOG_FD; dev->mutex held, the owner. */

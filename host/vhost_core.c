@@ -53,19 +53,9 @@ struct vhost_desc {
 	__le16 next;
 };
 
-struct vhost_used_elem {
-	__le32 id;
-	__le32 len;
-};
-
 static size_t vhost_avail_bytes(unsigned int num)
 {
 	return 4 + 2 * (size_t)num + 2;
-}
-
-static size_t vhost_used_bytes(unsigned int num)
-{
-	return 4 + sizeof(struct vhost_used_elem) * (size_t)num + 2;
 }
 
 static __le16 __user *vhost_avail_flags(struct vhost_vq *vq)
@@ -317,7 +307,7 @@ static long vhost_set_mem_table(struct vhost_dev *dev, void __user *argp)
 	 * A doorbell area stays only where the new table maps it the same.
 	 * After the switch: an attach racing with it used either table.
 	 */
-	vhost_doorbells_revalidate(dev, umem);
+	dev->ops->sqcq->revalidate(dev, umem);
 	dev->umem = umem;
 	kvfree(old);
 	return 0;
@@ -504,7 +494,7 @@ static bool vhost_worker_step(void *data)
 	__set_current_state(TASK_RUNNING);
 	if (!w->poller) {
 		/* Before the task state: placing may sleep. */
-		vhost_sqcq_worker_place(w);
+		dev->ops->sqcq->place_worker(w);
 		/* Task state before the bit tests: see vhost_vq_queue_work(). */
 		set_current_state(TASK_INTERRUPTIBLE);
 		served = vhost_worker_serve_pending(w);
@@ -519,7 +509,7 @@ static bool vhost_worker_step(void *data)
 	}
 	if (polling) {
 		__set_current_state(TASK_RUNNING);
-		vhost_sqcq_poll_run(w);
+		dev->ops->sqcq->poll_run(w);
 		return true;
 	}
 	if (served) {
@@ -915,7 +905,7 @@ static int vhost_kick_wake(wait_queue_entry_t *wait, unsigned int mode,
 	rcu_read_lock();
 	sq = READ_ONCE(vq->sq);
 	if (sq)
-		vhost_doorbells_kicked(sq);
+		vq->dev->ops->sqcq->kicked(sq);
 	rcu_read_unlock();
 	vhost_vq_queue_work(vq);
 	/*
@@ -1154,6 +1144,73 @@ static const char *vhost_chain_error(int err)
 	}
 }
 
+/*
+ * The rings' dirty log: what a ring wrote into guest memory is marked in
+ * the log (host/vhost_log.c) under the ring's mutex, and a log that cannot
+ * be written fails the ring here.  vhost_vq_logging(): logging is on for
+ * this ring's writes.
+ */
+static bool vhost_vq_logging(struct vhost_vq *vq)
+{
+	lockdep_assert_held(&vq->mutex);
+	return vq->log_base && vhost_dev_has_feature(vq->dev, VHOST_F_LOG_ALL);
+}
+
+int vhost_vq_log_write(struct vhost_vq *vq, u64 gpa, u64 len)
+{
+	if (!len || !vhost_vq_logging(vq))
+		return 0;
+	if (vhost_log_mark(vq->log_base, gpa, len)) {
+		WRITE_ONCE(vq->dev->stat_log_failures,
+			   vq->dev->stat_log_failures + 1);
+		vhost_vq_fail(vq, "cannot set guest pages in the dirty log (log base not mapped for the memory table)");
+		return -EFAULT;
+	}
+	WRITE_ONCE(vq->stat_log_writes, vq->stat_log_writes + 1);
+	if (vq->log_ctx)
+		eventfd_signal(vq->log_ctx);
+	return 0;
+}
+
+int vhost_vq_log_ranges(struct vhost_vq *vq, const struct vhost_log_range *r,
+			unsigned int n)
+{
+	unsigned int i;
+	int ret;
+
+	if (!vhost_vq_logging(vq))
+		return 0;
+	for (i = 0; i < n; i++) {
+		ret = vhost_vq_log_write(vq, r[i].gpa, r[i].len);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+int vhost_vq_log_req(struct vhost_vq *vq, const struct vhost_req *req)
+{
+	unsigned int i;
+	int ret;
+
+	if (!vhost_vq_logging(vq))
+		return 0;
+	for (i = req->out_cnt; i < req->out_cnt + req->in_cnt; i++) {
+		ret = vhost_vq_log_write(vq, req->gpa[i], req->iov[i].iov_len);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+int vhost_vq_log_used(struct vhost_vq *vq, u64 offset, u64 len)
+{
+	if (!vq->log_used)
+		return 0;
+	/* log_addr + the ring's size was checked not to wrap (set_addr). */
+	return vhost_vq_log_write(vq, vq->log_addr + offset, len);
+}
+
 int vhost_vq_pop(struct vhost_vq *vq, struct vhost_req *req)
 {
 	__le16 raw;
@@ -1301,7 +1358,7 @@ void vhost_vq_notify(struct vhost_vq *vq)
 	/* Pairs with the release in __vhost_doorbells_attach(). */
 	cq = smp_load_acquire(&vq->cq);
 	if (cq) {
-		saved = !vhost_doorbells_publish_cq(vq, cq);
+		saved = !vq->dev->ops->sqcq->publish_cq(vq, cq);
 		by_irq = READ_ONCE(vq->cq_by_irq);
 		rcu_read_unlock();
 		/*
@@ -1709,7 +1766,7 @@ static long vhost_vring_ioctl(struct vhost_dev *dev, unsigned int cmd,
 	 */
 	if (cmd == VHOST_GET_VRING_BASE ||
 	    (cmd == VHOST_SET_VRING_KICK && f.fd == VHOST_FILE_UNBIND))
-		vhost_doorbells_detach(dev, "ring stopped");
+		vhost_dev_stop_doorbells(dev, "ring stopped");
 	return ret;
 }
 
@@ -1784,6 +1841,14 @@ static long vhost_set_owner(struct vhost_dev *dev)
 	return 0;
 }
 
+void vhost_dev_stop_doorbells(struct vhost_dev *dev, const char *why)
+{
+	/* The poll thread holds poll_lock for a whole loop: we wait for it. */
+	mutex_lock(&dev->poll_lock);
+	dev->ops->sqcq->detach(dev, why);
+	mutex_unlock(&dev->poll_lock);
+}
+
 /*
  * Stop every ring, then the SQ/CQ polling (@why names the cause in its log
  * line).  No kick can queue work once every wait entry is gone; each vq
@@ -1802,7 +1867,7 @@ static void vhost_dev_stop(struct vhost_dev *dev, const char *why)
 		vhost_vq_stop(vq);
 		mutex_unlock(&vq->mutex);
 	}
-	vhost_doorbells_detach(dev, why);
+	vhost_dev_stop_doorbells(dev, why);
 }
 
 /*
@@ -2116,8 +2181,8 @@ static long vhost_attach_vring_worker(struct vhost_dev *dev,
 	 * setup and teardown requests under poll_lock) may not leave the
 	 * poll thread while doorbells are installed.
 	 */
-	if (!w->poller && dev->db && !vhost_doorbells_cover(dev, vq))
-		__vhost_doorbells_detach(dev, "a ring that is not polled moved off the poll thread");
+	if (!w->poller && dev->db && !dev->ops->sqcq->cover(dev, vq))
+		dev->ops->sqcq->detach(dev, "a ring that is not polled moved off the poll thread");
 	mutex_lock(&vq->mutex);
 	if (rcu_dereference_protected(vq->worker,
 				      lockdep_is_held(&vq->mutex)) != w)

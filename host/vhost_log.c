@@ -110,76 +110,22 @@ static int vhost_log_set_bits(u64 base, u64 first, u64 last)
 	return 0;
 }
 
+int vhost_log_mark(u64 base, u64 gpa, u64 len)
+{
+	u64 last;
+
+	if (!len)
+		return 0;
+	if (check_add_overflow(gpa, len - 1, &last))
+		return -EFAULT;
+	return vhost_log_set_bits(base, gpa >> SQCQ_LOG_PAGE_SHIFT,
+				  last >> SQCQ_LOG_PAGE_SHIFT);
+}
+
 bool vhost_dev_logging(const struct vhost_dev *dev)
 {
 	return READ_ONCE(dev->log_base) &&
 	       (READ_ONCE(dev->features) & BIT_ULL(VHOST_F_LOG_ALL));
-}
-
-/* vq->mutex held: logging is on for this ring's writes. */
-static bool vhost_vq_logging(struct vhost_vq *vq)
-{
-	lockdep_assert_held(&vq->mutex);
-	return vq->log_base && vhost_dev_has_feature(vq->dev, VHOST_F_LOG_ALL);
-}
-
-int vhost_vq_log_write(struct vhost_vq *vq, u64 gpa, u64 len)
-{
-	u64 last;
-
-	if (!len || !vhost_vq_logging(vq))
-		return 0;
-	if (check_add_overflow(gpa, len - 1, &last) ||
-	    vhost_log_set_bits(vq->log_base, gpa >> SQCQ_LOG_PAGE_SHIFT,
-			       last >> SQCQ_LOG_PAGE_SHIFT)) {
-		WRITE_ONCE(vq->dev->stat_log_failures,
-			   vq->dev->stat_log_failures + 1);
-		vhost_vq_fail(vq, "cannot set guest pages in the dirty log (log base not mapped for the memory table)");
-		return -EFAULT;
-	}
-	WRITE_ONCE(vq->stat_log_writes, vq->stat_log_writes + 1);
-	if (vq->log_ctx)
-		eventfd_signal(vq->log_ctx);
-	return 0;
-}
-
-int vhost_vq_log_ranges(struct vhost_vq *vq, const struct vhost_log_range *r,
-			unsigned int n)
-{
-	unsigned int i;
-	int ret;
-
-	if (!vhost_vq_logging(vq))
-		return 0;
-	for (i = 0; i < n; i++) {
-		ret = vhost_vq_log_write(vq, r[i].gpa, r[i].len);
-		if (ret)
-			return ret;
-	}
-	return 0;
-}
-
-int vhost_vq_log_req(struct vhost_vq *vq, const struct vhost_req *req)
-{
-	unsigned int i;
-	int ret;
-
-	if (!vhost_vq_logging(vq))
-		return 0;
-	for (i = req->out_cnt; i < req->out_cnt + req->in_cnt; i++) {
-		ret = vhost_vq_log_write(vq, req->gpa[i], req->iov[i].iov_len);
-		if (ret)
-			return ret;
-	}
-	return 0;
-}
-
-int vhost_vq_log_used(struct vhost_vq *vq, u64 offset, u64 len)
-{
-	if (!vq->log_used)
-		return 0;
-	/* log_addr + the ring's size was checked not to wrap (set_addr). */
-	return vhost_vq_log_write(vq, vq->log_addr + offset, len);
 }
 
 unsigned int vhost_req_in_ranges(const struct vhost_req *req,
@@ -213,8 +159,7 @@ void vhost_dev_log_area(struct vhost_dev *dev, u64 gpa, u64 len)
 	 */
 	if (!len || !vhost_dev_logging(dev) || current->mm != dev->mm)
 		return;
-	if (vhost_log_set_bits(base, gpa >> SQCQ_LOG_PAGE_SHIFT,
-			       (gpa + len - 1) >> SQCQ_LOG_PAGE_SHIFT)) {
+	if (vhost_log_mark(base, gpa, len)) {
 		WRITE_ONCE(dev->stat_log_failures, dev->stat_log_failures + 1);
 		vhost_dev_log(dev, KERN_WARNING, "owner %d: cannot set the SQ/CQ doorbell area in the dirty log\n",
 			      dev->owner_pid);

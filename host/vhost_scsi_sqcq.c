@@ -298,6 +298,7 @@ static const struct vhost_dev_ops vhost_scsi_dev_ops = {
 	.handle_vq	= vhost_scsi_handle_vq,
 	.reset		= vhost_scsi_reset,
 	.poll_bind	= vhost_scsi_poll_bind,
+	.sqcq		= &vhost_sqcq_ops,
 };
 
 /* ---- vhost-scsi ioctls ---- */

@@ -190,14 +190,6 @@ bool __vhost_doorbells_detach(struct vhost_dev *dev, const char *why)
 	return true;
 }
 
-void vhost_doorbells_detach(struct vhost_dev *dev, const char *why)
-{
-	/* The worker holds poll_lock for a whole loop: we wait for it. */
-	mutex_lock(&dev->poll_lock);
-	__vhost_doorbells_detach(dev, why);
-	mutex_unlock(&dev->poll_lock);
-}
-
 /*
  * True when the owner's address space still maps the pages we pinned at
  * db->uaddr.  The same address is not enough: the VMM may have mapped new
@@ -1006,3 +998,13 @@ bool vhost_doorbells_publish_cq(struct vhost_vq *vq, struct vring_cq *cq)
 	return sqcq_publish(&cq->idx, vq->last_used_idx, &cq->flags,
 			    VRING_CQ_F_NEED_WAKEUP);
 }
+
+const struct vhost_sqcq_ops vhost_sqcq_ops = {
+	.place_worker	= vhost_sqcq_worker_place,
+	.poll_run	= vhost_sqcq_poll_run,
+	.kicked		= vhost_doorbells_kicked,
+	.publish_cq	= vhost_doorbells_publish_cq,
+	.detach		= __vhost_doorbells_detach,
+	.cover		= vhost_doorbells_cover,
+	.revalidate	= vhost_doorbells_revalidate,
+};
