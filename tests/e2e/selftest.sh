@@ -240,4 +240,67 @@ expect_ours "L1 frozen, QEMU blocked beside khugepaged"
 attempt khugepaged-l1-alive
 frozen_attempt "$mm_hung" 0
 expect_ours "khugepaged blocked, L1 not frozen"
+# L1's CPU stalled inside L2 (the migration pair of a fresh-clone CI run,
+# 2026-12-06: RCU stalls on CPU 0 for 500 s, then QEMU's timeout): with
+# the console at warning level, no NMI backtrace from that CPU, or one in
+# KVM's run loop, is repeated; one in our module, a single report without
+# an answer, an older console (errors only), or a report of ours before
+# the stall fails.
+stall_hdr='[  334.62] rcu: INFO: rcu_preempt detected stalls on CPUs/tasks:
+[  334.62] rcu: 	0-...0: (1 GPs behind) idle=26a4/1/0x4000000000000000 softirq=37788/37789 fqs=1049
+[  334.62] 	(detected by 1, t=5253 jiffies, g=74133, q=6750 ncpus=2)'
+stall_nmi='[  334.63] NMI backtrace for cpu 0
+[  334.63] CPU: 0 PID: 611 Comm: qemu-system-x86 Tainted: G           OE      6.1.0-57-amd64 #1
+[  334.63] RIP: 0010:svm_vcpu_run+0x3c4/0x7a0 [kvm_amd]
+[  334.63] Call Trace:
+[  334.63]  <TASK>
+[  334.63]  vcpu_enter_guest+0x6f1/0x1130 [kvm]
+[  334.63]  kvm_arch_vcpu_ioctl_run+0x1d8/0x560 [kvm]
+[  334.63]  kvm_vcpu_ioctl+0x26e/0x6a0 [kvm]
+[  334.63]  </TASK>'
+warn_on='[    2.40] sqcq-stage2: console shows warnings'
+# stall_attempt CONSOLE: L1's console CONSOLE, killed at its timeout.
+stall_attempt() {
+	printf '%s
+PASS: e2e takeover/intree migrate sqcq B->C: completed
+FAIL: vm-timeout (QEMU killed after 900s, kernel 6.1.0-57)
+FAIL: vm-kernel-log (RCU-stall: rcu: INFO: rcu_preempt detected stalls on CPUs/tasks:)
+' \
+		"$ok_lines" >"$d/log"
+	printf 'booting\n%s\n' "$1" | sed 's/$/\r/' >"$d/results/console.log"
+}
+attempt rcu-stall-no-nmi
+stall_attempt "$warn_on
+$stall_hdr
+${stall_hdr//334.62/397.64}"
+expect_repeat "L1's CPU stalled, no answer to the NMI in two reports"
+attempt rcu-stall-in-kvm
+stall_attempt "$warn_on
+$stall_hdr
+$stall_nmi"
+expect_repeat "L1's CPU stalled, its NMI backtrace in KVM's run loop"
+attempt rcu-stall-own-frame
+stall_attempt "$warn_on
+$stall_hdr
+${stall_nmi/vcpu_enter_guest+0x6f1\/0x1130 \[kvm\]/vhost_sqcq_poll_run+0x40\/0x300 [vhost_scsi_sqcq]}"
+expect_ours "L1's CPU stalled in our poller (its NMI backtrace)"
+attempt rcu-stall-outside-kvm
+stall_attempt "$warn_on
+$stall_hdr
+$(grep -v -e vcpu -e svm <<<"$stall_nmi")"
+expect_ours "L1's CPU stalled outside KVM_RUN (its NMI backtrace)"
+attempt rcu-stall-once
+stall_attempt "$warn_on
+$stall_hdr"
+expect_ours "a single stall report without an answer"
+attempt rcu-stall-errors-only-console
+stall_attempt "$stall_hdr
+${stall_hdr//334.62/397.64}"
+expect_ours "stalls on a console that hides warnings (NMI backtraces unseen)"
+attempt warning-then-rcu-stall
+stall_attempt "$warn_on
+[  300.1] WARNING: CPU: 0 PID: 77 at host/vhost_sqcq.c:812 vhost_sqcq_poll_run+0x40/0x300 [vhost_scsi_sqcq]
+$stall_hdr
+${stall_hdr//334.62/397.64}"
+expect_ours "a warning of ours, then L1's CPU stalled"
 exit $((fails > 0))

@@ -42,7 +42,12 @@ done
 # backtraces of an RCU stall reach run.sh's console.log even when the VM
 # dies before this script saves the kernel log (an L1 whose CPU stalled in
 # CI showed the stall's header lines only, 2026-12-06).
-echo 5 >/proc/sys/kernel/printk || note "cannot raise the console log level"
+if echo 5 >/proc/sys/kernel/printk; then
+	# A warning itself: the e2e verdict reads it from the console.
+	echo "<4>sqcq-stage2: console shows warnings" >/dev/kmsg
+else
+	note "cannot raise the console log level"
+fi
 note "running command"
 read -r up _ </proc/uptime
 echo "$up" >"$ctl/uptime-start"
