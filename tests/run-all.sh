@@ -87,26 +87,19 @@ run_stage() {
 	stage_times+="$(printf '%-8s %6ss  %5s passed %4s failed' "$name" "$(($(date +%s) - start))" "$p" "$f")"$'\n'
 }
 
-# The VM smoke tests need the ioctl probe and the modules the matrix built.
+# The userspace unit tests, and the list of tests/check.
+unit_stage() {
+	local rc=0
+	tests/unit/run.sh || rc=1
+	tests/check --selftest || rc=1
+	return $rc
+}
+
+# The VM smoke tests (tests/smoke/run.sh) on every kernel of the matrix.
 vm_stage() {
-	local id abi rc=0
-	mkdir -p out/tools
-	gcc -O2 -Wall -Wextra -Werror -o out/tools/ioctl-probe \
-		tests/smoke/ioctl-probe.c || return 1
+	local id rc=0
 	for id in $SQCQ_VM_KERNELS; do
-		abi=$(sqcq_kernel_abi "$id") || { echo "FAIL: vm $id: cannot resolve ABI"; rc=1; continue; }
-		if [ ! -f "out/$abi/host/vhost_scsi_sqcq.ko" ]; then
-			echo "FAIL: vm $id: out/$abi has no modules (matrix stage)"
-			rc=1
-			continue
-		fi
-		tests/vm/run.sh --kernel "$id" --smp 2 --timeout 600 -- \
-			tests/smoke/params.sh "$ROOT/out/$abi" \
-			"$ROOT/out/tools/ioctl-probe" || rc=1
-		# debugfs=off, and loads that fail on purpose (a VM of its own:
-		# the kernel's command line says it).
-		tests/vm/run.sh --kernel "$id" --smp 2 --timeout 300 --append debugfs=off -- \
-			tests/smoke/load-fail.sh "$ROOT/out/$abi" || rc=1
+		tests/smoke/run.sh --kernel "$id" || rc=1
 	done
 	# The rig's nested self-test boots an L2 as every e2e pair does, with
 	# the same results path back (tests/vm/nested.sh): check-full only.
@@ -355,7 +348,7 @@ debug_stage() {
 
 for stage in $STAGES; do
 	case $stage in
-	unit) run_stage unit tests/unit/run.sh ;;
+	unit) run_stage unit unit_stage ;;
 	model) run_stage model tests/model/run.sh ;;
 	matrix) run_stage matrix tests/matrix.sh ;;
 	vm) run_stage vm vm_stage ;;
