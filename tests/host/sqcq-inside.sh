@@ -381,6 +381,11 @@ allowed() { cpus_of "$wpid"; }
 # on_cpu: the CPU the poller last ran on (field 39 of /proc/PID/stat).
 on_cpu() { awk '{ print $39 }' "/proc/$wpid/stat"; }
 requests() { awk 'NF >= 10 && $1 ~ /^[0-9]+$/ { s += $6 } END { print s + 0 }' $DBG/dev*/queues; }
+# The kicks of every queue of every device: the guest (client) kicks only
+# when the poller asked for it.  Here, not in 4c, which the sanitizer
+# kernel's run leaves out: 4e's kick count read nothing there, and its
+# check compared 0 with 0 (2026-12-06).
+kicks() { awk 'NF >= 10 && $1 ~ /^[0-9]+$/ { s += $7 } END { print s + 0 }' $DBG/dev*/queues; }
 is_allowed() { [ "$(allowed)" = "$1" ]; }
 more_requests() { [ "$(requests)" -gt "$1" ]; }
 if [ -n "$wpid" ] && [ "$(nproc)" -ge 2 ]; then
@@ -460,8 +465,6 @@ elif [ "$(nproc)" -ge 2 ]; then
 		sleep 0.2
 	done
 	sleep 2
-	# kicks: the guest (client) kicks only when the poller asked for it.
-	kicks() { awk 'NF >= 10 && $1 ~ /^[0-9]+$/ { s += $7 } END { print s + 0 }' $DBG/dev*/queues; }
 	c0=$(dbgv poll_sleeps_contended) r0=$(requests) k0=$(kicks)
 	taskset -c 1 sh -c 'while :; do :; done' &
 	hog=$!
@@ -612,11 +615,13 @@ if [ "$(nproc)" -ge 2 ]; then
 	# Contended in all three (a busy machine under this VM: 5.5 and 4.6
 	# contended sleeps per 100 requests, 10.3 % kicked, in a run beside
 	# make check): the premise is gone, and the ratio says nothing either
-	# way (classic kicks 13 %): a counted SKIP, never a pass.
+	# way (classic kicks 13 %): a counted SKIP, never a pass.  A ratio
+	# that depends on the poller getting its CPU: not counted where the
+	# policy's checks are not (the sanitizer kernel).
 	if [ "$contended" = 1 ]; then
 		echo "SKIP: $PREFIX shared: polled, not kicked: not measured, the poller was contended in three windows (last: kicks $((k1 - k0)) for $((r1 - r0)) requests, contended sleeps $((c1 - c0)))"
 	else
-		check "shared: polled, not kicked (kicks $((k1 - k0)) for $((r1 - r0)) requests, under 8%)" \
+		policy_check "shared: polled, not kicked (kicks $((k1 - k0)) for $((r1 - r0)) requests, under 8%)" \
 			awk -v k=$((k1 - k0)) -v r=$((r1 - r0)) 'BEGIN { exit !(r > 0 && k / r < 0.08) }'
 	fi
 	c0=$(pcol sleeps_contended) r0=$(requests)
