@@ -257,16 +257,14 @@ MODULE_PARM_DESC(poll_idle_us, "Busy-poll time in microseconds without work befo
 module_param_cb(poll_adaptive, &sqcq_param_bool_ops, &sqcq_poll_adaptive, 0644);
 MODULE_PARM_DESC(poll_adaptive, "Adapt each poller's idle window below poll_idle_us to the gaps between requests, as KVM halt polling does (default 1; 0: always spin poll_idle_us)");
 
-/* A CPU came online: pollers meant for it bind again at their next pass. */
+/*
+ * A CPU came online: pollers meant for it bind again at their next pass.
+ * Every poller chooses again, not only those of poll_cpu: a host device's
+ * own poll CPUs (a TPG's attrib/poll_cpu) may name it too.
+ */
 static int sqcq_poll_cpu_online(unsigned int cpu)
 {
-	bool ours;
-
-	spin_lock(&sqcq_param_lock);
-	ours = cpumask_test_cpu(cpu, &sqcq_poll_cpu_mask);
-	spin_unlock(&sqcq_param_lock);
-	if (ours)
-		atomic_inc(&sqcq_poll_cpu_gen);
+	atomic_inc(&sqcq_poll_cpu_gen);
 	return 0;
 }
 
@@ -425,13 +423,21 @@ static inline void sqcq_show_poll_params(struct seq_file *m)
 		   atomic_read(&sqcq_poll_cpu_gen));
 }
 
-/*
- * Bind the calling poll thread to the @k-th CPU of poll_cpu (modulo its
- * weight), or, with poll_cpu empty, to @unbound.  Returns the CPU it is
- * bound to, -ENOENT when poll_cpu is empty, or -EAGAIN when the chosen CPU
- * is offline (then it runs on @unbound until that CPU comes back:
- * sqcq_poll_cpu_online() asks for a new bind).
- */
+/* The @k-th CPU of @mask, modulo its weight; nr_cpu_ids when it is empty. */
+static inline unsigned int sqcq_cpumask_nth(const struct cpumask *mask,
+					    unsigned int k)
+{
+	unsigned int cpu, w = cpumask_weight(mask);
+
+	if (!w)
+		return nr_cpu_ids;
+	k %= w;
+	for_each_cpu(cpu, mask)
+		if (!k--)
+			break;
+	return cpu;
+}
+
 /*
  * The @k-th CPU of poll_cpu, modulo its weight: nr_cpu_ids when poll_cpu
  * is empty, -ENOMEM when no mask can be allocated.
@@ -443,31 +449,42 @@ static inline int sqcq_poll_pick_cpu(unsigned int k)
 
 	if (!zalloc_cpumask_var(&mask, GFP_KERNEL))
 		return -ENOMEM;
-	if (sqcq_poll_cpus(mask)) {
-		k %= cpumask_weight(mask);
-		for_each_cpu(cpu, mask)
-			if (!k--)
-				break;
-	}
+	if (sqcq_poll_cpus(mask))
+		cpu = sqcq_cpumask_nth(mask, k);
 	free_cpumask_var(mask);
 	return cpu;
 }
 
-static inline int sqcq_poll_bind_current_or(unsigned int k,
+/*
+ * Bind the calling poll thread to @cpu (from a pick above: a CPU, or
+ * nr_cpu_ids for none), or to @unbound.  Returns the CPU it is bound to,
+ * -ENOENT when there is none, or -EAGAIN when @cpu is offline (then it
+ * runs on @unbound until that CPU comes back: sqcq_poll_cpu_online() asks
+ * for a new bind).
+ */
+static inline int sqcq_poll_bind_current_to(unsigned int cpu,
 					    const struct cpumask *unbound)
 {
-	int cpu = sqcq_poll_pick_cpu(k);
 	int ret = -ENOENT;
 
-	if (cpu < 0)
-		return cpu;
-	if ((unsigned int)cpu < nr_cpu_ids) {
+	if (cpu < nr_cpu_ids) {
 		if (!set_cpus_allowed_ptr(current, cpumask_of(cpu)))
 			return cpu;
 		ret = -EAGAIN;
 	}
 	set_cpus_allowed_ptr(current, unbound);
 	return ret;
+}
+
+/* The same for the @k-th CPU of poll_cpu (sqcq_poll_pick_cpu()). */
+static inline int sqcq_poll_bind_current_or(unsigned int k,
+					    const struct cpumask *unbound)
+{
+	int cpu = sqcq_poll_pick_cpu(k);
+
+	if (cpu < 0)
+		return cpu;
+	return sqcq_poll_bind_current_to(cpu, unbound);
 }
 
 /*

@@ -131,6 +131,13 @@ struct vhost_scsi_tpg {
 	struct mutex port_lock;
 	unsigned int port_count;	/* linked LUNs */
 	struct vhost_scsi *vs;		/* bound device, NULL: none */
+	/*
+	 * attrib/poll_cpu (vhost_scsi_mutex): the CPUs the bound device's
+	 * pollers use in place of the module's poll_cpu, so that a VM's
+	 * poller sits on CPUs of its own; empty: poll_cpu.
+	 */
+	char poll_cpu[SQCQ_POLL_CPU_MAXLEN];
+	cpumask_var_t poll_cpus;
 };
 
 struct vhost_scsi_evt {
@@ -1198,6 +1205,26 @@ static void vhost_scsi_tpg_set_vs(struct vhost_scsi_tpg *tpg, struct vhost_scsi 
 }
 
 /*
+ * The device's own poll CPUs: those of its lowest bound TPG that names
+ * any (attrib/poll_cpu), none while it is unbound.  vhost_scsi_mutex
+ * held (it guards s->tpgs for readers and each TPG's poll_cpus).
+ */
+static void vhost_scsi_apply_poll_cpus(struct vhost_scsi *s)
+{
+	const struct cpumask *cpus = cpu_none_mask;
+	unsigned int i;
+
+	lockdep_assert_held(&vhost_scsi_mutex);
+	for (i = 0; s->ep_set && i < SQCQ_MAX_TARGETS; i++) {
+		if (s->tpgs[i] && !cpumask_empty(s->tpgs[i]->poll_cpus)) {
+			cpus = s->tpgs[i]->poll_cpus;
+			break;
+		}
+	}
+	vhost_sqcq_set_cpus(&s->vdev, cpus);
+}
+
+/*
  * Unbinding, step 1 (vhost_scsi_ep_lock() held): new requests find no target,
  * or, with @pause (CLEAR_ENDPOINT), stay in the rings (ep_paused).
  * The TPGs stay bound to @s (tpg->vs) until step 2, so neither another
@@ -1211,6 +1238,7 @@ static void vhost_scsi_endpoint_close(struct vhost_scsi *s, bool pause)
 	s->ep_set = false;
 	s->ep_paused = pause;
 	s->ep_wwpn[0] = '\0';
+	vhost_scsi_apply_poll_cpus(s);
 }
 
 /*
@@ -1346,6 +1374,7 @@ int vhost_scsi_set_endpoint(struct vhost_scsi *s, const struct vhost_scsi_target
 		s->ep_set = true;
 		s->ep_paused = false;
 		strscpy(s->ep_wwpn, t->vhost_wwpn, sizeof(s->ep_wwpn));
+		vhost_scsi_apply_poll_cpus(s);
 	}
 	vhost_scsi_ep_unlock(s);
 	kfree(claimed);
@@ -1577,6 +1606,61 @@ static struct configfs_attribute *vhost_scsi_tpg_attrs[] = {
 	NULL,
 };
 
+static struct vhost_scsi_tpg *vhost_scsi_attrib_tpg(struct config_item *item)
+{
+	return vhost_scsi_tpg_of(container_of(to_config_group(item),
+					      struct se_portal_group,
+					      tpg_attrib_group));
+}
+
+static ssize_t vhost_scsi_tpg_attrib_poll_cpu_show(struct config_item *item,
+						   char *page)
+{
+	struct vhost_scsi_tpg *tpg = vhost_scsi_attrib_tpg(item);
+	ssize_t ret;
+
+	mutex_lock(&vhost_scsi_mutex);
+	ret = sysfs_emit(page, "%s\n", tpg->poll_cpu);
+	mutex_unlock(&vhost_scsi_mutex);
+	return ret;
+}
+
+/*
+ * A CPU list as poll_cpu takes it (online CPUs; empty: the module's
+ * poll_cpu again).  The bound device's pollers move at their next pass.
+ */
+static ssize_t vhost_scsi_tpg_attrib_poll_cpu_store(struct config_item *item,
+						    const char *page,
+						    size_t count)
+{
+	struct vhost_scsi_tpg *tpg = vhost_scsi_attrib_tpg(item);
+	char clean[SQCQ_POLL_CPU_MAXLEN];
+	cpumask_var_t mask;
+	int ret;
+
+	if (!zalloc_cpumask_var(&mask, GFP_KERNEL))
+		return -ENOMEM;
+	/* configfs hands a NUL-terminated copy; one line says what is wrong. */
+	ret = sqcq_parse_poll_cpu(page, clean, sizeof(clean), mask);
+	if (!ret) {
+		mutex_lock(&vhost_scsi_mutex);
+		strscpy(tpg->poll_cpu, clean, sizeof(tpg->poll_cpu));
+		cpumask_copy(tpg->poll_cpus, mask);
+		if (tpg->vs)
+			vhost_scsi_apply_poll_cpus(tpg->vs);
+		mutex_unlock(&vhost_scsi_mutex);
+	}
+	free_cpumask_var(mask);
+	return ret ? ret : count;
+}
+
+CONFIGFS_ATTR(vhost_scsi_tpg_attrib_, poll_cpu);
+
+static struct configfs_attribute *vhost_scsi_tpg_attrib_attrs[] = {
+	&vhost_scsi_tpg_attrib_attr_poll_cpu,
+	NULL,
+};
+
 static ssize_t vhost_scsi_wwn_version_show(struct config_item *item, char *page)
 {
 	return sysfs_emit(page, "%s fabric of vhost_scsi_sqcq %s\n",
@@ -1655,11 +1739,16 @@ static struct se_portal_group *vhost_scsi_make_tpg(struct se_wwn *wwn,
 	tpg = kzalloc(sizeof(*tpg), GFP_KERNEL);
 	if (!tpg)
 		return ERR_PTR(-ENOMEM);
+	if (!zalloc_cpumask_var(&tpg->poll_cpus, GFP_KERNEL)) {
+		kfree(tpg);
+		return ERR_PTR(-ENOMEM);
+	}
 	tpg->tport = tport;
 	tpg->tpgt = tpgt;
 	mutex_init(&tpg->port_lock);
 	ret = core_tpg_register(wwn, &tpg->se_tpg, tport->proto_id);
 	if (ret) {
+		free_cpumask_var(tpg->poll_cpus);
 		kfree(tpg);
 		return ERR_PTR(ret);
 	}
@@ -1689,6 +1778,7 @@ static void vhost_scsi_drop_tpg(struct se_portal_group *se_tpg)
 		WARN_ON_ONCE(vhost_scsi_drop_nexus(tpg));
 	mutex_unlock(&vhost_scsi_mutex);
 	core_tpg_deregister(se_tpg);
+	free_cpumask_var(tpg->poll_cpus);
 	kfree(tpg);
 }
 
@@ -1747,6 +1837,7 @@ static struct target_core_fabric_ops vhost_scsi_ops = {
 	.fabric_pre_unlink		= vhost_scsi_port_unlink,
 	.tfc_wwn_attrs			= vhost_scsi_wwn_attrs,
 	.tfc_tpg_base_attrs		= vhost_scsi_tpg_attrs,
+	.tfc_tpg_attrib_attrs		= vhost_scsi_tpg_attrib_attrs,
 	/* Submission from the worker is queued to the core's workqueue. */
 	SQCQ_TFO_SUBMIT_TYPE
 };

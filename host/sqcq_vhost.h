@@ -222,8 +222,6 @@ struct vhost_dev_ops {
 	void (*handle_vq)(struct vhost_vq *vq);
 	/* Owner reset or release: drop device state; dev->mutex held. */
 	void (*reset)(struct vhost_dev *dev);
-	/* Bind the calling poller per the poll_cpu setting. */
-	void (*poll_bind)(struct vhost_dev *dev);
 	/* The SQ/CQ side: host/vhost_sqcq.c's vhost_sqcq_ops. */
 	const struct vhost_sqcq_ops *sqcq;
 };
@@ -299,6 +297,13 @@ struct vhost_dev {
 	struct mutex poll_lock;
 	struct vhost_doorbells *db;	/* NULL: classic */
 	unsigned int poll_key;		/* picks the CPU of poll_cpu (device number) */
+	/*
+	 * The device's own poll CPUs (its TPG's attrib/poll_cpu, set by the
+	 * fabric through vhost_sqcq_set_cpus()); while not empty they stand
+	 * in for poll_cpu for this device alone.  poll_own_lock.
+	 */
+	spinlock_t poll_own_lock;
+	cpumask_var_t poll_own;
 	/*
 	 * The shared poller of the device's poll CPU (poll_shared), NULL
 	 * while the worker spins itself; set by the worker with poll_lock
@@ -486,6 +491,12 @@ void vhost_sqcq_poll_run(struct vhost_worker *w);
  * pass, it acts once per change of poll_cpu.
  */
 void vhost_sqcq_worker_place(struct vhost_worker *w);
+/*
+ * The device's own poll CPUs (@cpus empty: the module's poll_cpu again);
+ * its pollers choose again at their next pass.  Any context that may
+ * sleep.
+ */
+void vhost_sqcq_set_cpus(struct vhost_dev *dev, const struct cpumask *cpus);
 /* These, as the device's ops carry them (host/vhost_sqcq.c). */
 extern const struct vhost_sqcq_ops vhost_sqcq_ops;
 /*

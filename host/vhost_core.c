@@ -1953,6 +1953,7 @@ int vhost_dev_init(struct vhost_dev *dev, unsigned int nvqs,
 	ratelimit_state_init(&dev->log_rs, 60 * HZ, 10);
 	mutex_init(&dev->mutex);
 	mutex_init(&dev->poll_lock);
+	spin_lock_init(&dev->poll_own_lock);
 	INIT_LIST_HEAD(&dev->pg_node);
 	dev->ops = ops;
 	dev->priv = priv;
@@ -1960,7 +1961,8 @@ int vhost_dev_init(struct vhost_dev *dev, unsigned int nvqs,
 	INIT_WORK(&dev->reap_work, vhost_worker_reap);
 	dev->vqs = kvcalloc(nvqs, sizeof(*dev->vqs), GFP_KERNEL_ACCOUNT);
 	dev->workers = kcalloc(nvqs, sizeof(*dev->workers), GFP_KERNEL_ACCOUNT);
-	if (!dev->vqs || !dev->workers) {
+	if (!dev->vqs || !dev->workers ||
+	    !zalloc_cpumask_var(&dev->poll_own, GFP_KERNEL_ACCOUNT)) {
 		kvfree(dev->vqs);
 		kfree(dev->workers);
 		return -ENOMEM;
@@ -1980,6 +1982,7 @@ void vhost_dev_cleanup(struct vhost_dev *dev)
 	mutex_unlock(&dev->mutex);
 	kvfree(dev->vqs);
 	kfree(dev->workers);
+	free_cpumask_var(dev->poll_own);
 	dev->vqs = NULL;
 	dev->workers = NULL;
 }

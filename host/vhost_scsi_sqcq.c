@@ -265,39 +265,11 @@ static void vhost_scsi_reset(struct vhost_dev *vdev)
 	vhost_scsi_drop_endpoint(vdev->priv);
 }
 
-/*
- * Bind the calling poller (a device's worker) to one CPU of poll_cpu, the
- * device number choosing round-robin; with poll_cpu empty, back to where
- * the worker runs unbound (vhost_worker_unbound_cpus()).  A CPU of
- * poll_cpu that is offline leaves it unbound, with one line, until that
- * CPU comes back (sqcq_poll_bind_current_or()).
- */
-static void vhost_scsi_poll_bind(struct vhost_dev *vdev)
-{
-	struct vhost_scsi *s = vdev->priv;
-	cpumask_var_t unbound;
-	int cpu;
-
-	if (!zalloc_cpumask_var(&unbound, GFP_KERNEL))
-		return;		/* stays where it is */
-	vhost_worker_unbound_cpus(vdev, unbound);
-	cpu = sqcq_poll_bind_current_or(s->id, unbound);
-	free_cpumask_var(unbound);
-
-	if (cpu >= 0)
-		vhost_dev_log(vdev, KERN_INFO, "dev%d: poll thread bound to CPU %d\n",
-			      s->id, cpu);
-	else if (cpu == -EAGAIN)
-		vhost_dev_log(vdev, KERN_WARNING, "dev%d: the poll thread's CPU in poll_cpu is offline: unbound until it is back\n",
-			      s->id);
-}
-
 static const struct vhost_dev_ops vhost_scsi_dev_ops = {
 	.features	= BIT_ULL(VIRTIO_SCSI_F_HOTPLUG),
 	.complete_vq	= vhost_scsi_complete_vq,
 	.handle_vq	= vhost_scsi_handle_vq,
 	.reset		= vhost_scsi_reset,
-	.poll_bind	= vhost_scsi_poll_bind,
 	.sqcq		= &vhost_sqcq_ops,
 };
 
@@ -397,6 +369,14 @@ static int vhost_scsi_queues_show(struct seq_file *m, void *v)
 	seq_printf(m, "dirty_log: %s\nlog_failures: %llu\n",
 		   vhost_dev_logging(&s->vdev) ? "on" : "off",
 		   READ_ONCE(s->vdev.stat_log_failures));
+	/* Printed under the lock: no copy of the mask on the stack. */
+	spin_lock(&s->vdev.poll_own_lock);
+	if (cpumask_empty(s->vdev.poll_own))
+		seq_puts(m, "poll_cpu_own: none\n");
+	else
+		seq_printf(m, "poll_cpu_own: %*pbl\n",
+			   cpumask_pr_args(s->vdev.poll_own));
+	spin_unlock(&s->vdev.poll_own_lock);
 	seq_puts(m, "vq num running broken mode requests kicks calls doorbells calls_saved worker handoffs log_writes\n");
 	/* Racy snapshot of counters the worker updates; good enough. */
 	for (i = 0; i < s->vdev.nvqs; i++) {

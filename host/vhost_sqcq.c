@@ -757,10 +757,66 @@ static void vhost_worker_allow_but(struct vhost_dev *dev,
 	free_cpumask_var(unbound);
 }
 
+void vhost_sqcq_set_cpus(struct vhost_dev *dev, const struct cpumask *cpus)
+{
+	spin_lock(&dev->poll_own_lock);
+	cpumask_copy(dev->poll_own, cpus);
+	spin_unlock(&dev->poll_own_lock);
+	atomic_inc(&sqcq_poll_cpu_gen);
+}
+
 /*
- * Choose how the calling worker polls, after a change of poll_cpu or
- * poll_shared: parked on a shared poller (the worker itself then runs
- * off that CPU where it can), or spinning itself (ops->poll_bind()).
+ * The device's poll CPU: the poll_key-th of its own CPUs (a TPG's
+ * attrib/poll_cpu) when it has any, else of poll_cpu; as
+ * sqcq_poll_pick_cpu().
+ */
+static int vhost_sqcq_pick_cpu(struct vhost_dev *dev)
+{
+	cpumask_var_t own;
+	int cpu;
+
+	if (!zalloc_cpumask_var(&own, GFP_KERNEL))
+		return -ENOMEM;
+	spin_lock(&dev->poll_own_lock);
+	cpumask_copy(own, dev->poll_own);
+	spin_unlock(&dev->poll_own_lock);
+	if (cpumask_empty(own))
+		cpu = sqcq_poll_pick_cpu(dev->poll_key);
+	else
+		cpu = sqcq_cpumask_nth(own, dev->poll_key);
+	free_cpumask_var(own);
+	return cpu;
+}
+
+/*
+ * Bind the calling poller (the device's worker) to @cpu; with none
+ * (nr_cpu_ids), back to where the worker runs unbound
+ * (vhost_worker_unbound_cpus()).  A @cpu that is offline leaves it
+ * unbound, with one line, until that CPU comes back.
+ */
+static void vhost_sqcq_poll_bind(struct vhost_dev *dev, int cpu)
+{
+	cpumask_var_t unbound;
+
+	if (cpu < 0 || !zalloc_cpumask_var(&unbound, GFP_KERNEL))
+		return;		/* stays where it is */
+	vhost_worker_unbound_cpus(dev, unbound);
+	cpu = sqcq_poll_bind_current_to(cpu, unbound);
+	free_cpumask_var(unbound);
+
+	if (cpu >= 0)
+		vhost_dev_log(dev, KERN_INFO, "dev%u: poll thread bound to CPU %d\n",
+			      dev->poll_key, cpu);
+	else if (cpu == -EAGAIN)
+		vhost_dev_log(dev, KERN_WARNING, "dev%u: the poll thread's CPU in poll_cpu is offline: unbound until it is back\n",
+			      dev->poll_key);
+}
+
+/*
+ * Choose how the calling worker polls, after a change of poll_cpu,
+ * poll_shared or the device's own CPUs: parked on a shared poller (the
+ * worker itself then runs off that CPU where it can), or spinning itself
+ * (vhost_sqcq_poll_bind()).
  */
 static void vhost_sqcq_poll_choose(struct vhost_dev *dev)
 {
@@ -770,7 +826,7 @@ static void vhost_sqcq_poll_choose(struct vhost_dev *dev)
 	lockdep_assert_held(&dev->poll_lock);
 	vhost_poll_group_unpark(dev);
 	dev->pg = NULL;
-	cpu = sqcq_poll_pick_cpu(dev->poll_key);
+	cpu = vhost_sqcq_pick_cpu(dev);
 	/*
 	 * poll_cpu empty: no CPU is given to polling, and a poller that
 	 * shares the vCPUs' CPUs pays for each kick it saves with a yield or
@@ -787,7 +843,7 @@ static void vhost_sqcq_poll_choose(struct vhost_dev *dev)
 	if (READ_ONCE(poll_shared) && cpu >= 0 && (unsigned int)cpu < nr_cpu_ids)
 		dev->pg = vhost_poll_group_get(cpu);
 	if (!dev->pg) {
-		dev->ops->poll_bind(dev);
+		vhost_sqcq_poll_bind(dev, cpu);
 		return;
 	}
 	vhost_worker_allow_but(dev, cpumask_of(cpu));

@@ -698,6 +698,67 @@ if [ "$(nproc)" -ge 2 ]; then
 	}
 	check "shared: a device busy only on a queue of its own worker goes back to its default worker, not kept parked by the shared poller (2 s: parks $dk, hand-backs $db, hand-offs $dq; rc $rc; requests vq 2 ${r2:-?}, vq 3 ${r3:-?})" \
 		own_ok
+
+	section 4f
+	# 4f. A VM's poller on CPUs of its own: a TPG's attrib/poll_cpu stands
+	# in for poll_cpu for the device bound to it.  With poll_cpu empty
+	# (no device polls) and poll_shared=0, two devices whose TPGs name
+	# CPU 0 and CPU 1 spin, each worker bound to its TPG's CPU; a write
+	# under load moves one; an empty write gives poll_cpu back (serve-only
+	# here).  Bad lists are refused and leave the value.
+	echo >$P/poll_cpu
+	echo 0 >$P/poll_shared
+	attr() { echo "$C/vhost_sqcq/$(ww "$1")/tpgt_1/attrib/poll_cpu"; }
+	check "tpg poll_cpu: attrib/poll_cpu exists, empty by default ('$(cat "$(attr 1)" 2>&1)')" \
+		[ -f "$(attr 1)" -a -z "$(cat "$(attr 1)" 2>/dev/null)" ]
+	for bad in banana 4096 0-x "1,,2"; do
+		check "tpg poll_cpu: '$bad' refused, the value kept" \
+			bash -c "! echo '$bad' 2>/dev/null >'$(attr 1)' && [ -z \"\$(cat '$(attr 1)')\" ]"
+	done
+	check "tpg poll_cpu: CPU 0 for the first TPG" bash -c "echo 0 >'$(attr 1)' && [ \"\$(cat '$(attr 1)')\" = 0 ]"
+	check "tpg poll_cpu: CPU 1 for the second TPG" bash -c "echo ' 1 ' >'$(attr 2)' && [ \"\$(cat '$(attr 2)')\" = 1 ]"
+	pids=()
+	for i in 1 2; do
+		taskset -c 0 "$CLIENT" /dev/vhost-scsi-sqcq "$(ww $i)" -s -q 1 -d 4 -m verify \
+			-t 300 -i 200000 -D >/tmp/sqcq-own.$i 2>&1 &
+		pids+=($!)
+	done
+	two_sqcq() { [ "$(grep -ls '^mode: sqcq' $DBG/dev*/queues | wc -l)" = 2 ]; }
+	wait_for 60 two_sqcq
+	# own_cpus: each device's "poll_cpu_own poll_spin", sorted.
+	own_cpus() {
+		local f
+		for f in $DBG/dev*/queues; do
+			grep -qs '^mode: sqcq' "$f" || continue
+			echo "$(sed -n 's/^poll_cpu_own: //p' "$f") $(sed -n 's/^poll_spin: //p' "$f")"
+		done | sort | tr '\n' ';'
+	}
+	# worker_cpus: the CPU lists of the device workers, sorted.
+	worker_cpus() {
+		local t
+		for t in $(sqcq_worker_tids); do cpus_of "$t"; done | sort | tr '\n' ';'
+	}
+	bound01() { [ "$(own_cpus)" = "0 1;1 1;" ] && [ "$(worker_cpus)" = "0;1;" ]; }
+	check "tpg poll_cpu: with poll_cpu empty, each device spins on its TPG's CPU (devices: $(own_cpus) workers: $(worker_cpus))" \
+		wait_for 10 bound01
+	echo 0 >"$(attr 2)"
+	bound00() { [ "$(own_cpus)" = "0 1;0 1;" ] && [ "$(worker_cpus)" = "0;0;" ]; }
+	check "tpg poll_cpu: a write under load moves that device's worker (devices: $(own_cpus) workers: $(worker_cpus))" \
+		wait_for 10 bound00
+	echo >"$(attr 1)"
+	echo >"$(attr 2)"
+	all_cpus="0-$(($(nproc --all) - 1))"
+	unbound() { [ "$(own_cpus)" = "none 0;none 0;" ] && [ "$(worker_cpus)" = "$all_cpus;$all_cpus;" ]; }
+	check "tpg poll_cpu: emptied, poll_cpu (empty) again: serve-only, unbound (devices: $(own_cpus) workers: $(worker_cpus))" \
+		wait_for 10 unbound
+	kill -USR1 "${pids[@]}" 2>/dev/null
+	rc=0
+	for i in 0 1; do
+		wait "${pids[$i]}" || rc=$((rc + 1))
+	done
+	res=$(grep -h '^ios=' /tmp/sqcq-own.[12] | awk -F'[= ]' '{ n += $2; e += $12 } END { print n + 0, e + 0 }')
+	check "tpg poll_cpu: both devices verify across the moves ($rc failed; I/Os and errors: $res)" \
+		[ "$rc" = 0 -a "${res#* }" = 0 -a "${res% *}" -gt 0 ]
 	for i in 1 2 3 4; do
 		t=$C/vhost_sqcq/$(ww $i)
 		rm "$t/tpgt_1/lun/lun_0/sh"
