@@ -179,6 +179,19 @@ cat "$DBG/$VDEV/queues" >&2
 check "poll-queues-completed-io ($pc)" [ "$pc" -ge $((1000 / DIV)) ]
 check "poll-queues-zero-interrupts" [ "$(queue_sum poll 6)" = 0 ]
 check "poll-queues-polled" [ "$(queue_sum poll 7)" -gt 0 ]
+# The operator's view (virtio-sqcq-stat): this controller, its mode and
+# why classic (QEMU's own virtio-scsi offers no SQ/CQ), the requests so
+# far and the share completed by polling.
+STAT=$(dirname "${BASH_SOURCE[0]}")/../../switch/virtio-sqcq-stat
+st=$("$STAT" 2>&1)
+echo "$st" >&2
+stat_line=$(echo "$st" | awk -v d="$VDEV" '$1 == d')
+read -r _ s_host s_mode s_why s_req _ _ s_polled _ <<<"$stat_line"
+check "virtio-sqcq-stat: $VDEV shown, classic and why, requests and polled share ($stat_line)" \
+	[ "${s_host:-}" = "host$(sed -n 's/^host: //p' "$DBG/$VDEV/info")" -a "${s_mode:-}" = classic \
+	-a "${s_why:--}" != - -a "${s_req:-0}" -gt 0 -a "${s_polled:--}" != - ]
+check "virtio-sqcq-stat -w 1 -c 1: an interval's rates after the totals" \
+	bash -c "'$STAT' -w 1 -c 1 | grep -c '^device .* req/s ' | grep -qx 1"
 
 # ---- 5. injected I/O errors reach fio as EIO, the driver stays usable ---
 # The disk at target $EIO_T fails (in QEMU's blkdebug layer, on every try)

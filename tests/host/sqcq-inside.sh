@@ -743,6 +743,16 @@ if [ "$(nproc)" -ge 2 ]; then
 	bound01() { [ "$(own_cpus)" = "0 1;1 1;" ] && [ "$(worker_cpus)" = "0;1;" ]; }
 	check "tpg poll_cpu: with poll_cpu empty, each device spins on its TPG's CPU (devices: $(own_cpus) workers: $(worker_cpus))" \
 		wait_for 10 bound01
+	# The operator's view (virtio-sqcq-stat): both devices in SQ/CQ,
+	# spinning on their TPG's CPU, with requests and the poller's CPU time;
+	# then one interval's rates.
+	STAT=$(dirname "${BASH_SOURCE[0]}")/../../switch/virtio-sqcq-stat
+	st=$("$STAT" 2>&1)
+	echo "$st" | sed 's/^/  stat| /'
+	check "virtio-sqcq-stat: both devices in SQ/CQ, spinning on CPU 0 and 1, with requests" \
+		[ "$(echo "$st" | awk '$5 == "sqcq" && $6 > 0 && $9 == "spin" { print $10 }' | sort | tr '\n' ' ')" = "0 1 " ]
+	ivl=$("$STAT" -w 1 -c 1 2>&1 | awk '/req\/s/ { n++ } n == 1 && $5 == "sqcq" && $6 > 0 { k++ } END { print k + 0 }')
+	check "virtio-sqcq-stat -w 1 -c 1: both devices with requests per second in the interval ($ivl)" [ "$ivl" = 2 ]
 	echo 0 >"$(attr 2)"
 	bound00() { [ "$(own_cpus)" = "0 1;0 1;" ] && [ "$(worker_cpus)" = "0;0;" ]; }
 	check "tpg poll_cpu: a write under load moves that device's worker (devices: $(own_cpus) workers: $(worker_cpus))" \

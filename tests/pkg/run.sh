@@ -161,6 +161,9 @@ t_pkg_versions() {
 	local c
 	c=$(dpkg-deb -c "$deb")
 	grep -q "/usr/src/virtio-sqcq-$ver/dkms.conf" <<<"$c" || bad "deb: no /usr/src/virtio-sqcq-$ver"
+	for f in usr/sbin/virtio-sqcq-stat usr/share/man/man8/virtio-sqcq-stat.8.gz; do
+		grep -q " \./$f\$" <<<"$c" || bad "deb: no /$f"
+	done
 	c=$(dpkg-deb --fsys-tarfile "$deb" | tar -xO "./usr/src/virtio-sqcq-$ver/dkms.conf")
 	grep -qx "PACKAGE_VERSION=\"$ver\"" <<<"$c" || bad "deb: dkms.conf version"
 	c=$(dpkg-deb --fsys-tarfile "$deb" | tar -xO "./usr/src/virtio-sqcq-$ver/VERSION")
@@ -192,11 +195,12 @@ t_rpm_sanity() {
 		grep -qx "/usr/src/virtio-sqcq-$ver/$f" <<<"$l" || bad "missing /usr/src/virtio-sqcq-$ver/$f"
 	done
 	grep -qx /etc/modprobe.d/virtio-sqcq.conf <<<"$l" || bad "no modprobe.d file"
-	for f in /usr/sbin/virtio-sqcq-guest /usr/lib/modprobe.d/virtio-sqcq-driver.conf \
+	for f in /usr/sbin/virtio-sqcq-guest /usr/sbin/virtio-sqcq-stat /usr/lib/modprobe.d/virtio-sqcq-driver.conf \
 		/usr/lib/dracut/modules.d/95virtio-sqcq/module-setup.sh /etc/modprobe.d/virtio-sqcq-driver.conf; do
 		grep -qx "$f" <<<"$l" || bad "rpm lacks $f"
 	done
 	grep -q '^/usr/share/man/man8/virtio-sqcq-guest\.8' <<<"$l" || bad "rpm lacks the man page"
+	grep -q '^/usr/share/man/man8/virtio-sqcq-stat\.8' <<<"$l" || bad "rpm lacks virtio-sqcq-stat's man page"
 	rpm -qp --qf '[%{FILENAMES} %{FILEFLAGS:fflags}\n]' "$rpmf" 2>/dev/null |
 		grep -qx '/etc/modprobe.d/virtio-sqcq-driver.conf g' || bad "the switch file is not a %ghost"
 	rpm -qp --configfiles "$rpmf" 2>/dev/null | grep -qx /etc/modprobe.d/virtio-sqcq.conf ||
@@ -423,7 +427,7 @@ t_chroot_purge() {
 	in_chroot apt-get purge -y -q virtio-sqcq-dkms || return 1
 	left=$(cd "$work" && ls -d lib/modules/*/updates/dkms/*sqcq* usr/src/virtio-sqcq* \
 		var/lib/dkms/virtio-sqcq etc/modprobe.d/virtio-sqcq*.conf lib/modprobe.d/virtio-sqcq* \
-		usr/sbin/virtio-sqcq-guest usr/share/initramfs-tools/hooks/virtio-sqcq \
+		usr/sbin/virtio-sqcq-guest usr/sbin/virtio-sqcq-stat usr/share/initramfs-tools/hooks/virtio-sqcq \
 		usr/lib/dracut/modules.d/95virtio-sqcq 2>/dev/null)
 	left+=$(cd "$work" && find lib/modules -name '*sqcq*' 2>/dev/null)
 	[ -z "$left" ] || bad "left after purge: $left"
@@ -488,7 +492,7 @@ t_rpm_chroot() {
 	cat "$o"
 	rin dkms status | grep -q virtio-sqcq && bad "rpm -e: dkms status still lists virtio-sqcq"
 	left=$(cd "$w" && ls -d lib/modules/*/updates/dkms/*sqcq* usr/src/virtio-sqcq* var/lib/dkms/virtio-sqcq \
-		usr/lib/virtio-sqcq usr/sbin/virtio-sqcq-guest 2>/dev/null)
+		usr/lib/virtio-sqcq usr/sbin/virtio-sqcq-guest usr/sbin/virtio-sqcq-stat 2>/dev/null)
 	[ -z "$left" ] || bad "left after rpm -e: $left"
 	pkg_chroot_discard "$w"
 	ok "rpm installed, upgraded and erased"
