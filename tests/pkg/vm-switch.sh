@@ -101,12 +101,19 @@ expect() {
 	[ "$d" = "$want" ] && [ -e "/sys/bus/virtio/drivers/$want/$c" ] ||
 		{ bad "$what: $c is driven by $d, not $want"; return 1; }
 	loaded "$other" && { bad "$what: $other is loaded too"; return 1; }
+	# Status reads the controller's SQ/CQ mode from debugfs.
+	mountpoint -q /sys/kernel/debug || mount -t debugfs none /sys/kernel/debug
 	st=$(virtio-sqcq-guest status)
 	rc=$?
 	echo "$st" | sed 's/^/  status| /'
 	if [ $rc != 0 ] || ! grep -q "^selected: $want " <<<"$st" ||
 		! grep -q "^controller $c (.*): $want, disks: sd" <<<"$st"; then
 		bad "$what: status (exit $rc) does not say $want"
+		return 1
+	fi
+	# QEMU's own virtio-scsi offers no SQ/CQ: ours says classic, and why.
+	if [ "$want" = virtio_scsi_sqcq ] && ! grep -q "^controller $c (.*): $want, disks: sd.*, classic ([^)]" <<<"$st"; then
+		bad "$what: status does not give the controller's mode (classic, and why)"
 		return 1
 	fi
 	ok "$what: $c on $want (/sys/bus/virtio/drivers/$want/$c), $other not loaded, status agrees"
