@@ -603,8 +603,9 @@ static int vhost_poll_group_fn(void *data)
 		gen = atomic_read(&sqcq_poll_cpu_gen);
 		if (gen != bound_gen) {
 			/*
-			 * poll_cpu or poll_shared changed, or a CPU came
-			 * back: the workers choose again.
+			 * poll_cpu, poll_shared or a device's own CPUs
+			 * changed, or a CPU came back: the workers choose
+			 * again.
 			 */
 			list_for_each_entry_safe(dev, tmp, &g->devs, pg_node)
 				vhost_poll_group_hand_back(g, dev);
@@ -808,7 +809,7 @@ static void vhost_sqcq_poll_bind(struct vhost_dev *dev, int cpu)
 		vhost_dev_log(dev, KERN_INFO, "dev%u: poll thread bound to CPU %d\n",
 			      dev->poll_key, cpu);
 	else if (cpu == -EAGAIN)
-		vhost_dev_log(dev, KERN_WARNING, "dev%u: the poll thread's CPU in poll_cpu is offline: unbound until it is back\n",
+		vhost_dev_log(dev, KERN_WARNING, "dev%u: the poll thread's CPU (poll_cpu, or its TPG's attrib/poll_cpu) is offline: unbound until it is back\n",
 			      dev->poll_key);
 }
 

@@ -563,7 +563,10 @@ main() {
 				echo "PASS: build $id ($abi) $(($(now) - t1))s"
 			else
 				echo "FAIL: build $id ($abi) $n warning(s) in the build log"
-				warnings "$logf" | head -n "$LOG_TAIL" | sed 's/^/  | /'
+				# || true: under pipefail a grep that head cut off
+				# (SIGPIPE) would end the script, and the kernels
+				# after this one would not be built.
+				{ warnings "$logf" | head -n "$LOG_TAIL" | sed 's/^/  | /'; } || true
 				failed=1
 			fi
 		else

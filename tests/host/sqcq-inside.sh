@@ -724,11 +724,14 @@ if [ "$(nproc)" -ge 2 ]; then
 	check "tpg poll_cpu: CPU 0 for the first TPG" bash -c "echo 0 >'$(attr 1)' && [ \"\$(cat '$(attr 1)')\" = 0 ]"
 	check "tpg poll_cpu: CPU 1 for the second TPG" bash -c "echo ' 1 ' >'$(attr 2)' && [ \"\$(cat '$(attr 2)')\" = 1 ]"
 	# The clients on every CPU: a worker that is a thread of its owner
-	# (vhost_task) runs unbound where the owner may run.
+	# (vhost_task) runs unbound where the owner may run.  Until the
+	# samples are taken (SIGUSR1), at most 600 s: on the sanitizer
+	# kernel, where a process start costs near a second, 300 s ran out
+	# before the checks after virtio-sqcq-stat's samples (CI run).
 	pids=()
 	for i in 1 2; do
 		"$CLIENT" /dev/vhost-scsi-sqcq "$(ww $i)" -s -q 1 -d 4 -m verify \
-			-t 300 -i 200000 -D >/tmp/sqcq-own.$i 2>&1 &
+			-t 600 -i 200000 -D >/tmp/sqcq-own.$i 2>&1 &
 		pids+=($!)
 	done
 	two_sqcq() { [ "$(grep -ls '^mode: sqcq' $DBG/dev*/queues | wc -l)" = 2 ]; }

@@ -361,7 +361,10 @@ if [ -f "$ctl/rc" ] && grep -q '^CONFIG_DEBUG_KMEMLEAK=y' "$kdir/config" 2>/dev/
 	if [ -n "$kml" ]; then
 		# First: the summary names the object's backtrace.
 		problems="$kml"$'\n'"$problems"
-		sed 's/^/kmemleak| /' "$ctl/kmemleak" | head -n 40
+		# Without a pipe: under pipefail a sed that head -n 40 cut
+		# off (SIGPIPE, a report over 4 KiB) ended this script before
+		# its FAIL line (the debug selftest "all" in a CI run).
+		sed -e 's/^/kmemleak| /' -e '40q' "$ctl/kmemleak"
 	fi
 	st=$(cat "$ctl/kmemleak-status" 2>/dev/null || echo "no kmemleak scan ran")
 	[ "$st" = scanned ] || problems+=$'\n'"kmemleak: $st"
