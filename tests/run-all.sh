@@ -64,10 +64,10 @@ run_stage() {
 	echo "=== stage $name: $*"
 	budgeted "$@" 2>&1 | tee "$out"
 	rc=${PIPESTATUS[0]}
-	p=$(grep -c '^PASS: ' "$out")
-	f=$(grep -c '^FAIL: ' "$out")
-	r=$(grep -c '^REPEAT: ' "$out")
-	k=$(grep -c '^SKIP: ' "$out")
+	p=$(grep -ac '^PASS: ' "$out")
+	f=$(grep -ac '^FAIL: ' "$out")
+	r=$(grep -ac '^REPEAT: ' "$out")
+	k=$(grep -ac '^SKIP: ' "$out")
 	skipped=$((skipped + k))
 	repeats=$((repeats + r))
 	if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
@@ -80,7 +80,7 @@ run_stage() {
 	fi
 	passed=$((passed + p))
 	failed=$((failed + f))
-	grep -E '^(PASS|FAIL|SKIP|REPEAT): ' "$out" >>"$SUMMARY"
+	grep -aE '^(PASS|FAIL|SKIP|REPEAT): ' "$out" >>"$SUMMARY"
 	local rep=""
 	[ "$r" -eq 0 ] || rep=", $r attempts repeated as the emulator's (REPEAT: lines)"
 	echo "=== stage $name: $p passed, $f failed, $k skipped, $(($(date +%s) - start))s$rep"
@@ -371,16 +371,16 @@ done
 # seed with them) and what the first kernel report of each stage was.
 if [ "$failed" -ne 0 ]; then
 	echo "=== what failed (the first 40 FAIL lines, each cut at 600 characters):"
-	grep '^FAIL: ' "$SUMMARY" | head -n 40 | cut -c1-600
-	if [[ " $STAGES " == *" fuzz "* ]] && grep -q '^FAIL: ' "$LOGDIR/stage-fuzz.log"; then
-		grep -m1 '^fuzz seed: ' "$LOGDIR/stage-fuzz.log"
-		grep -m1 -A16 'new kernel report line' "$LOGDIR/stage-fuzz.log" | cut -c1-300
+	grep -a '^FAIL: ' "$SUMMARY" | head -n 40 | cut -c1-600
+	if [[ " $STAGES " == *" fuzz "* ]] && grep -aq '^FAIL: ' "$LOGDIR/stage-fuzz.log"; then
+		grep -a -m1 '^fuzz seed: ' "$LOGDIR/stage-fuzz.log"
+		grep -a -m1 -A16 'new kernel report line' "$LOGDIR/stage-fuzz.log" | cut -c1-300
 	fi
 	# A VM's kernel report (an oops, a lockup): its registers and call
 	# trace as tests/vm/run.sh printed them, first one of each stage; the
 	# FAIL line alone did not say whose code it was (CI, 2026-12-06).
 	for f in "$LOGDIR"/stage-*.log; do
-		grep -qi '^FAIL: vm-kernel-log' "$f" || continue
+		grep -aqi '^FAIL: vm-kernel-log' "$f" || continue
 		echo "=== first kernel report in $(basename "$f" .log):"
 		awk '/^---- first report / { p = 1 } p { print; if (++n >= 45) exit }' "$f" | cut -c1-240
 	done
