@@ -97,12 +97,17 @@ lockup_id() {
 # thread's ioeventfd write passes through our wakeup, leaving such words).
 # A console of a quiet kernel has the report's first line only: the
 # frames are in dmesg (the attempt's log), see console_report.
+# in_kvm_run_not_ours REPORT: the report's frames show KVM's run loop and
+# no reliable frame of our modules.
+in_kvm_run_not_ours() {
+	grep -qE '(kvm_arch_vcpu_ioctl_run|vcpu_enter_guest|svm_vcpu_run|vcpu_run)\+0x' <<<"$1" || return 1
+	! grep -vE '\] +\? ' <<<"$1" |
+		grep -qE '\+0x[0-9a-f]+/0x[0-9a-f]+ \[(vhost|virtio)_scsi_sqcq\]'
+}
 vcpu_run_lockup() {
 	local rep
 	rep=$(grep -aE -A 40 -m 1 "$E2E_LOCKUP_RE" "$1" 2>/dev/null | tr -d '\r') || return 1
-	grep -qE '(kvm_arch_vcpu_ioctl_run|vcpu_enter_guest|svm_vcpu_run|vcpu_run)\+0x' <<<"$rep" || return 1
-	grep -vE '\] +\? ' <<<"$rep" |
-		grep -qE '\+0x[0-9a-f]+/0x[0-9a-f]+ \[(vhost|virtio)_scsi_sqcq\]' && return 1
+	in_kvm_run_not_ours "$rep" || return 1
 	lockup_id "$(head -n 1 <<<"$rep")"
 }
 
@@ -128,9 +133,7 @@ rcu_stall_in_guest() {
 	for c in $cpus; do
 		nmi=$(grep -aE -A 40 "NMI backtrace for cpu $c\b" "$log" | tr -d '\r')
 		if [ -n "$nmi" ]; then
-			grep -qE '(kvm_arch_vcpu_ioctl_run|vcpu_enter_guest|svm_vcpu_run|vcpu_run)\+0x' <<<"$nmi" || return 1
-			grep -vE '\] +\? ' <<<"$nmi" |
-				grep -qE '\+0x[0-9a-f]+/0x[0-9a-f]+ \[(vhost|virtio)_scsi_sqcq\]' && return 1
+			in_kvm_run_not_ours "$nmi" || return 1
 		else
 			grep -aq 'sqcq-stage2: console shows warnings' "$log" || return 1
 			[ "$(grep -acE "$E2E_RCU_STALL_RE" "$log")" -ge 2 ] || return 1
