@@ -79,15 +79,15 @@ struct vhost_umem {
 struct vhost_dev;
 struct vhost_poll_group;
 struct sqcq_area;
-struct vring_sq;
-struct vring_cq;
+struct sqcq_sq;
+struct sqcq_cq;
 
 /*
  * A guest's SQ/CQ doorbell area, pinned and mapped into the kernel
  * (host/vhost_sqcq.c).  Owned by the device; installed and removed with
  * vhost_dev.poll_lock held.
  */
-struct vhost_doorbells {
+struct vhost_sqcq {
 	struct page **pages;
 	unsigned int npages;
 	void *vaddr;			/* vmap() of the pages */
@@ -187,8 +187,8 @@ struct vhost_vq {
 	 * it for each loop pass), the queue's worker, if another, reads cq
 	 * under RCU (vhost_vq_notify()).
 	 */
-	struct vring_sq *sq;
-	struct vring_cq *cq;
+	struct sqcq_sq *sq;
+	struct sqcq_cq *cq;
 	/*
 	 * The guest does not poll this queue's CQ (no SQCQ_F_CQ_POLL): a
 	 * completion it wants an interrupt for still follows its used_event
@@ -237,15 +237,15 @@ struct vhost_sqcq_ops {
 	void (*place_worker)(struct vhost_worker *w);
 	/* vhost_sqcq_poll_run(): the default worker while SQs are polled. */
 	void (*poll_run)(struct vhost_worker *w);
-	/* vhost_doorbells_kicked(): from the kick's wakeup, RCU read side. */
-	void (*kicked)(struct vring_sq *sq);
-	/* vhost_doorbells_publish_cq(): from vhost_vq_notify(). */
-	bool (*publish_cq)(struct vhost_vq *vq, struct vring_cq *cq);
-	/* __vhost_doorbells_detach(): poll_lock held. */
+	/* vhost_sqcq_kicked(): from the kick's wakeup, RCU read side. */
+	void (*kicked)(struct sqcq_sq *sq);
+	/* vhost_sqcq_publish_cq(): from vhost_vq_notify(). */
+	bool (*publish_cq)(struct vhost_vq *vq, struct sqcq_cq *cq);
+	/* __vhost_sqcq_detach(): poll_lock held. */
 	bool (*detach)(struct vhost_dev *dev, const char *why);
-	/* vhost_doorbells_cover(): poll_lock held. */
+	/* vhost_sqcq_cover(): poll_lock held. */
 	bool (*cover)(struct vhost_dev *dev, const struct vhost_vq *vq);
-	/* vhost_doorbells_revalidate(): after a new memory table. */
+	/* vhost_sqcq_revalidate(): after a new memory table. */
 	void (*revalidate)(struct vhost_dev *dev,
 			   const struct vhost_umem *umem);
 };
@@ -295,7 +295,7 @@ struct vhost_dev {
 	 * poll_lock while holding a vq->mutex.
 	 */
 	struct mutex poll_lock;
-	struct vhost_doorbells *db;	/* NULL: classic */
+	struct vhost_sqcq *db;	/* NULL: classic */
 	unsigned int poll_key;		/* picks the CPU of poll_cpu (device number) */
 	/*
 	 * The device's own poll CPUs (its TPG's attrib/poll_cpu, set by the
@@ -426,7 +426,7 @@ void vhost_vq_serve_sync(struct vhost_vq *vq,
 /* ---- SQ/CQ doorbells (host/vhost_sqcq.c) ---- */
 
 /**
- * __vhost_doorbells_attach() - install a guest's doorbell area
+ * __vhost_sqcq_attach() - install a guest's doorbell area
  * @dev: the device; poll_lock held (the worker, serving the control queue)
  * @umem: the memory table of the queue the setup request came on
  * @gpa: the area's guest address; [@gpa, @gpa + @len) must lie in one
@@ -442,21 +442,21 @@ void vhost_vq_serve_sync(struct vhost_vq *vq,
  *
  * Return: an SQCQ_S_* status.
  */
-int __vhost_doorbells_attach(struct vhost_dev *dev,
-			     const struct vhost_umem *umem, u64 gpa, u32 len,
-			    unsigned int first_vq, unsigned int nq,
-			    u32 flags);
+int __vhost_sqcq_attach(struct vhost_dev *dev,
+			const struct vhost_umem *umem, u64 gpa, u32 len,
+			unsigned int first_vq, unsigned int nq,
+			u32 flags);
 /**
- * vhost_doorbells_kicked() - a kick arrived for a ring with an SQ doorbell
+ * vhost_sqcq_kicked() - a kick arrived for a ring with an SQ doorbell
  * @sq: the ring's SQ doorbell (vq->sq), read under an RCU read section
  *
  * Called by the kick eventfd's wakeup callback before it wakes anyone:
  * withdraws SQ NEED_WAKEUP so that the guest stops kicking while the wakeup
  * is on its way.  See the function for the ordering it needs.
  */
-void vhost_doorbells_kicked(struct vring_sq *sq);
+void vhost_sqcq_kicked(struct sqcq_sq *sq);
 /**
- * __vhost_doorbells_detach() - stop polling for good and unmap the area
+ * __vhost_sqcq_detach() - stop polling for good and unmap the area
  * @dev: the device; poll_lock held
  * @why: for the log line
  *
@@ -465,17 +465,17 @@ void vhost_doorbells_kicked(struct vring_sq *sq);
  *
  * Return: false when no area was installed.
  */
-bool __vhost_doorbells_detach(struct vhost_dev *dev, const char *why);
+bool __vhost_sqcq_detach(struct vhost_dev *dev, const char *why);
 /*
  * The same from any context that holds no vq->mutex (host/vhost_core.c,
  * through the ops).
  */
 void vhost_dev_stop_doorbells(struct vhost_dev *dev, const char *why);
 /* Whether @vq is polled through the area; poll_lock held. */
-bool vhost_doorbells_cover(struct vhost_dev *dev, const struct vhost_vq *vq);
+bool vhost_sqcq_cover(struct vhost_dev *dev, const struct vhost_vq *vq);
 /* After a new memory table: keep the area only if it still maps the same. */
-void vhost_doorbells_revalidate(struct vhost_dev *dev,
-				const struct vhost_umem *umem);
+void vhost_sqcq_revalidate(struct vhost_dev *dev,
+			   const struct vhost_umem *umem);
 /**
  * vhost_sqcq_poll_run() - the SQ/CQ poll loop of a device's default worker
  * @w: the default worker (the caller), without poll_lock
@@ -510,7 +510,7 @@ void vhost_poll_groups_show(struct seq_file *m);
 /* Wake worker @w (a kick, or the shared poller handing a device back). */
 void vhost_worker_wake(struct vhost_worker *w);
 /**
- * vhost_doorbells_publish_cq() - publish a ring's CQ doorbell
+ * vhost_sqcq_publish_cq() - publish a ring's CQ doorbell
  * @vq: the ring, vq->mutex held; its used ring is written
  * @cq: its CQ doorbell, read once (see vhost_vq_notify())
  *
@@ -518,7 +518,7 @@ void vhost_worker_wake(struct vhost_worker *w);
  *
  * Return: true when the guest's poller asked for an interrupt.
  */
-bool vhost_doorbells_publish_cq(struct vhost_vq *vq, struct vring_cq *cq);
+bool vhost_sqcq_publish_cq(struct vhost_vq *vq, struct sqcq_cq *cq);
 const struct vhost_mem_region *vhost_umem_lookup(const struct vhost_umem *umem,
 						 u64 gpa);
 /*

@@ -889,7 +889,7 @@ static int vhost_kick_wake(wait_queue_entry_t *wait, unsigned int mode,
 			   int sync, void *key)
 {
 	struct vhost_vq *vq = container_of(wait, struct vhost_vq, kick_wait);
-	struct vring_sq *sq;
+	struct sqcq_sq *sq;
 
 	if (!(key_to_poll(key) & EPOLLIN))
 		return 0;
@@ -898,9 +898,9 @@ static int vhost_kick_wake(wait_queue_entry_t *wait, unsigned int mode,
 	/*
 	 * The guest kicks a polled queue only while the poll thread asks
 	 * for it (SQ NEED_WAKEUP: it sleeps, yields or is parked): stop
-	 * asking before the wakeups below (vhost_doorbells_kicked() says
+	 * asking before the wakeups below (vhost_sqcq_kicked() says
 	 * why that order).  The read section keeps the area mapped
-	 * (__vhost_doorbells_detach() waits for it).
+	 * (__vhost_sqcq_detach() waits for it).
 	 */
 	rcu_read_lock();
 	sq = READ_ONCE(vq->sq);
@@ -1343,19 +1343,19 @@ static bool vhost_vq_should_signal(struct vhost_vq *vq)
 
 void vhost_vq_notify(struct vhost_vq *vq)
 {
-	struct vring_cq *cq;
+	struct sqcq_cq *cq;
 	bool saved, by_irq;
 
 	lockdep_assert_held(&vq->mutex);
 	/*
 	 * Workers only.  On the poll thread vq->cq cannot change under us
 	 * (poll_lock).  Another worker reads it once, in an RCU read section
-	 * that __vhost_doorbells_detach() waits for before it unmaps the
+	 * that __vhost_sqcq_detach() waits for before it unmaps the
 	 * area; the acquire pairs with the release store in
-	 * __vhost_doorbells_attach() (the CQ index and cq_by_irq).
+	 * __vhost_sqcq_attach() (the CQ index and cq_by_irq).
 	 */
 	rcu_read_lock();
-	/* Pairs with the release in __vhost_doorbells_attach(). */
+	/* Pairs with the release in __vhost_sqcq_attach(). */
 	cq = smp_load_acquire(&vq->cq);
 	if (cq) {
 		saved = !vq->dev->ops->sqcq->publish_cq(vq, cq);

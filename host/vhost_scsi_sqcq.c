@@ -126,7 +126,7 @@ static unsigned int vhost_scsi_ctrl_sqcq(struct vhost_vq *vq, struct vhost_req *
 	}
 	lockdep_assert_held(&vdev->poll_lock);
 	if (subtype == SQCQ_TMF_SUBTYPE_TEARDOWN) {
-		st = __vhost_doorbells_detach(vdev, "guest request") ?
+		st = __vhost_sqcq_detach(vdev, "guest request") ?
 		     SQCQ_S_OK : SQCQ_S_NOT_SETUP;
 		goto out;
 	}
@@ -153,15 +153,15 @@ static unsigned int vhost_scsi_ctrl_sqcq(struct vhost_vq *vq, struct vhost_req *
 	}
 	nq = le16_to_cpu(rq.setup.nqueues);
 	flags = le32_to_cpu(rq.setup.flags);
-	st = __vhost_doorbells_attach(vdev, vq->umem,
-				      le64_to_cpu(rq.setup.area_gpa),
-				     le32_to_cpu(rq.setup.area_len),
-				     SQCQ_FIRST_REQ_VQ, nq, flags);
+	st = __vhost_sqcq_attach(vdev, vq->umem,
+				 le64_to_cpu(rq.setup.area_gpa),
+				 le32_to_cpu(rq.setup.area_len),
+				 SQCQ_FIRST_REQ_VQ, nq, flags);
 	if (st != SQCQ_S_OK)
 		goto out;
 	st = sqcq_check_area_hdr(&vdev->db->area->hdr, &rq.setup);
 	if (st != SQCQ_S_OK) {
-		__vhost_doorbells_detach(vdev, "bad area header");
+		__vhost_sqcq_detach(vdev, "bad area header");
 		goto out;
 	}
 	in->response = VIRTIO_SCSI_S_FUNCTION_SUCCEEDED;
