@@ -13,7 +13,7 @@
  * worker_per_virtqueue) to that worker, which serves it on its CPU.
  * Completions publish the CQ index and signal only when the guest's
  * poller asked for it (vhost_sqcq_publish_cq(), called from the one
- * notify decision point, vhost_vq_notify()).
+ * notify decision point, vhc_vq_notify()).
  *
  * Teardown (guest request, device reset, CLEAR_ENDPOINT, a ring stopped, a
  * memory table that no longer maps the area, the control ring moved to a
@@ -72,7 +72,7 @@ int __vhost_sqcq_attach(struct vhost_dev *dev,
 	if (dev->db)
 		return SQCQ_S_BUSY;
 	/* The whole area in one region: one contiguous user range. */
-	r = vhost_umem_lookup(umem, gpa);
+	r = vhc_umem_lookup(umem, gpa);
 	if (!r || gpa + len - 1 > r->last)
 		return SQCQ_S_BAD_ADDR;
 
@@ -123,7 +123,7 @@ int __vhost_sqcq_attach(struct vhost_dev *dev,
 		WRITE_ONCE(vq->cq_by_irq, !(flags & SQCQ_F_CQ_POLL));
 		/*
 		 * The CQ index and cq_by_irq above before the pointer: pairs
-		 * with the acquire load of vq->cq in vhost_vq_notify().
+		 * with the acquire load of vq->cq in vhc_vq_notify().
 		 */
 		smp_store_release(&vq->cq, &ql->cq_line.cq);
 	}
@@ -165,7 +165,7 @@ bool __vhost_sqcq_detach(struct vhost_dev *dev, const char *why)
 	 * Two writers reach the area without poll_lock, each inside an RCU
 	 * read section: a kick's wakeup callback withdrawing SQ NEED_WAKEUP
 	 * (vhost_sqcq_kicked()), and a worker of its own publishing
-	 * its queue's CQ doorbell (vhost_vq_notify()).  Wait for both to
+	 * its queue's CQ doorbell (vhc_vq_notify()).  Wait for both to
 	 * leave the area before it goes.
 	 */
 	synchronize_rcu();
@@ -176,7 +176,7 @@ bool __vhost_sqcq_detach(struct vhost_dev *dev, const char *why)
 	 * copy.  Logging each CQ publish instead would cost a log write per
 	 * completion batch, on the path SQ/CQ exists to make cheap.
 	 */
-	vhost_dev_log_area(dev, db->gpa, db->len);
+	vhc_dev_log_area(dev, db->gpa, db->len);
 	vhost_db_free(db);
 	vhost_dev_log(dev, KERN_INFO, "owner %d: SQ/CQ stopped (%s), queues back to classic\n",
 		      dev->owner_pid, why);
@@ -186,7 +186,7 @@ bool __vhost_sqcq_detach(struct vhost_dev *dev, const char *why)
 	 */
 	for (i = 0; i < dev->nvqs; i++)
 		if (READ_ONCE(dev->vqs[i].running))
-			vhost_vq_queue_work(&dev->vqs[i]);
+			vhc_vq_queue_work(&dev->vqs[i]);
 	return true;
 }
 
@@ -224,7 +224,7 @@ void vhost_sqcq_revalidate(struct vhost_dev *dev,
 	mutex_lock(&dev->poll_lock);
 	db = dev->db;
 	if (db) {
-		r = vhost_umem_lookup(umem, db->gpa);
+		r = vhc_umem_lookup(umem, db->gpa);
 		if (!r || db->gpa + db->len - 1 > r->last ||
 		    r->uaddr + (db->gpa - r->gpa) != db->uaddr ||
 		    !vhost_db_pages_current(db))
@@ -249,7 +249,7 @@ bool vhost_sqcq_cover(struct vhost_dev *dev, const struct vhost_vq *vq)
 static void vhost_sqcq_hand_off(struct vhost_vq *vq)
 {
 	WRITE_ONCE(vq->stat_handoffs, vq->stat_handoffs + 1);
-	vhost_vq_queue_work(vq);
+	vhc_vq_queue_work(vq);
 }
 
 /*
@@ -303,8 +303,8 @@ static bool vhost_sqcq_poll(struct vhost_worker *w)
 		if (!vhost_sqcq_take(vq))
 			continue;
 		/* vq->worker is stable under poll_lock. */
-		if (vhost_vq_on_poller(vq)) {
-			vhost_worker_serve(vq, w);
+		if (vhc_vq_on_poller(vq)) {
+			vhc_worker_serve(vq, w);
 			/*
 			 * Up to a weight of requests per queue, and a device
 			 * has up to 128 queues: a scheduling point (and an
@@ -326,7 +326,7 @@ static bool vhost_sqcq_poll(struct vhost_worker *w)
  * index (docs/protocol.md section 4); pairs with sqcq_publish() in the
  * guest's submit path.  False, with the flags withdrawn, when a queue has
  * new requests.  The worker that sleeps is armed: TASK_INTERRUPTIBLE,
- * woken by kicks (vhost_vq_queue_work()).  Called by the worker, or by the
+ * woken by kicks (vhc_vq_queue_work()).  Called by the worker, or by the
  * shared poller while the device is parked there and its worker asleep
  * (vhost_poll_group_let_go()).
  */
@@ -501,7 +501,7 @@ static void vhost_poll_group_hand_back(struct vhost_poll_group *g,
 	WRITE_ONCE(dev->stat_handoffs, dev->stat_handoffs + 1);
 	WRITE_ONCE(g->stat_handoffs, g->stat_handoffs + 1);
 	/* Parked: the worker sleeps in vhost_sqcq_poll_run() and is alive. */
-	vhost_worker_wake(dev->pg_worker);
+	vhc_worker_wake(dev->pg_worker);
 }
 
 /*
@@ -546,7 +546,7 @@ static bool vhost_poll_group_scan(struct vhost_poll_group *g,
 		/*
 		 * Which worker serves the queue may change under us (the
 		 * owner moves queues under poll_lock, not our lock): either
-		 * answer is safe, as vhost_vq_queue_work() queues the queue on
+		 * answer is safe, as vhc_vq_queue_work() queues the queue on
 		 * whichever worker has it by then.
 		 */
 		if (rcu_access_pointer(vq->worker) == dev->pg_worker ||
@@ -748,7 +748,7 @@ static void vhost_worker_allow_but(struct vhost_dev *dev,
 
 	if (!zalloc_cpumask_var(&unbound, GFP_KERNEL))
 		return;		/* the worker stays where it is */
-	vhost_worker_unbound_cpus(dev, unbound);
+	vhc_worker_unbound_cpus(dev, unbound);
 	if (zalloc_cpumask_var(&mask, GFP_KERNEL) &&
 	    cpumask_andnot(mask, unbound, off))
 		set_cpus_allowed_ptr(current, mask);
@@ -792,7 +792,7 @@ static int vhost_sqcq_pick_cpu(struct vhost_dev *dev)
 /*
  * Bind the calling poller (the device's worker) to @cpu; with none
  * (nr_cpu_ids), back to where the worker runs unbound
- * (vhost_worker_unbound_cpus()).  A @cpu that is offline leaves it
+ * (vhc_worker_unbound_cpus()).  A @cpu that is offline leaves it
  * unbound, with one line, until that CPU comes back.
  */
 static void vhost_sqcq_poll_bind(struct vhost_dev *dev, int cpu)
@@ -801,7 +801,7 @@ static void vhost_sqcq_poll_bind(struct vhost_dev *dev, int cpu)
 
 	if (cpu < 0 || !zalloc_cpumask_var(&unbound, GFP_KERNEL))
 		return;		/* stays where it is */
-	vhost_worker_unbound_cpus(dev, unbound);
+	vhc_worker_unbound_cpus(dev, unbound);
 	cpu = sqcq_poll_bind_current_to(cpu, unbound);
 	free_cpumask_var(unbound);
 
@@ -873,7 +873,7 @@ void vhost_sqcq_worker_place(struct vhost_worker *w)
 	free_cpumask_var(poll);
 }
 
-void vhost_poll_groups_show(struct seq_file *m)
+void vhc_poll_groups_show(struct seq_file *m)
 {
 	struct vhost_poll_group *g;
 	unsigned int cpu;
@@ -898,7 +898,7 @@ void vhost_poll_groups_show(struct seq_file *m)
 	mutex_unlock(&vhost_pg_mutex);
 }
 
-void vhost_poll_groups_exit(void)
+void vhc_poll_groups_exit(void)
 {
 	unsigned int cpu;
 
@@ -918,7 +918,7 @@ static bool vhost_sqcq_poll_active(struct vhost_worker *w)
 	struct vhost_dev *dev = w->dev;
 
 	lockdep_assert_held(&dev->poll_lock);
-	return dev->db && dev->db->sq_poll && !vhost_worker_should_stop(w);
+	return dev->db && dev->db->sq_poll && !vhc_worker_should_stop(w);
 }
 
 /*
@@ -963,7 +963,7 @@ void vhost_sqcq_poll_run(struct vhost_worker *w)
 			bound_gen = gen;
 			vhost_sqcq_poll_choose(dev);
 		}
-		work = vhost_worker_serve_pending(w);
+		work = vhc_worker_serve_pending(w);
 		/* Serving may have torn the doorbells down (a guest request). */
 		if (!vhost_sqcq_poll_active(w)) {
 			mutex_unlock(&dev->poll_lock);
@@ -983,7 +983,7 @@ void vhost_sqcq_poll_run(struct vhost_worker *w)
 			served |= work;
 			if (!work)
 				set_current_state(TASK_INTERRUPTIBLE);
-			if (work || vhost_worker_has_pending(w)) {
+			if (work || vhc_worker_has_pending(w)) {
 				__set_current_state(TASK_RUNNING);
 				mutex_unlock(&dev->poll_lock);
 				cond_resched_tasks_rcu_qs();
@@ -1026,9 +1026,9 @@ void vhost_sqcq_poll_run(struct vhost_worker *w)
 			sqcq_poll_pass_end(step, work);
 			continue;
 		}
-		/* Armed before the re-checks: see vhost_vq_queue_work(). */
+		/* Armed before the re-checks: see vhc_vq_queue_work(). */
 		set_current_state(TASK_INTERRUPTIBLE);
-		if (vhost_worker_has_pending(w) ||
+		if (vhc_worker_has_pending(w) ||
 		    !vhost_sqcq_prepare_sleep(dev)) {
 			__set_current_state(TASK_RUNNING);
 			mutex_unlock(&dev->poll_lock);

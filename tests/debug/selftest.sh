@@ -111,7 +111,7 @@ ODEBUG|ODEBUG: free active (active state 0) object: 0000 object type: timer_list
 SLUB|BUG kmalloc-64 (Not tainted): Poison overwritten
 kmemleak|kmemleak: 1 new suspected memory leaks (see /sys/kernel/debug/kmemleak)
 list-corruption|list_add corruption. prev->next should be next (ffff), but was ffff.
-deprecated-wq|workqueue: work func vhost_worker_reap [vhost_scsi_sqcq] enqueued on deprecated workqueue. Use system_{percpu|dfl}_wq instead.
+deprecated-wq|workqueue: work func vhc_worker_reap [vhost_scsi_sqcq] enqueued on deprecated workqueue. Use system_{percpu|dfl}_wq instead.
 WARNING|WARNING: CPU: 1 PID: 42 at drivers/vhost/scsi.c:123 foo+0x1/0x2
 EOF
 	# run.sh's own line when lockdep switched itself off.

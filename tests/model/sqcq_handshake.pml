@@ -69,7 +69,7 @@
  *   BROKEN_PARK_MB      (SHARED) the worker parks without the full barrier
  *                       of set_current_state(): its clear of SQ_NEED_WAKEUP
  *                       may still sit in its store buffer
- *   KICK_CLEAR          the host's kick handler (vhost_kick_wake(), on the
+ *   KICK_CLEAR          the host's kick handler (vhc_kick_wake(), on the
  *                       kicking vCPU thread's CPU) clears SQ_NEED_WAKEUP
  *                       with a locked compare-and-exchange (NEED alone ->
  *                       0, never STOPPED) before it wakes the poller, so
