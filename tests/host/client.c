@@ -37,7 +37,7 @@
  *
  *   client [NODE]                          (default /dev/vhost-scsi-sqcq)
  *   client scsi NODE FABRIC WWPN LUN_MB    (SQCQ_HOOK: configfs helper)
- *   client hold NODE FABRIC WWPN READYFILE
+ *   client hold NODE FABRIC WWPN READYFILE [idle]
  *   client io NODE FABRIC WWPN             (checks named takeover-*)
  */
 #define _GNU_SOURCE
@@ -5102,16 +5102,19 @@ out:
 }
 
 /*
- * client hold NODE FABRIC WWPN READY: bind, keep I/O running on tpgt_1 and
- * tpgt_2 LUN 0, create READY once it runs; then wait to be killed.
+ * client hold NODE FABRIC WWPN READY [idle]: bind, keep I/O running on
+ * tpgt_1 and tpgt_2 LUN 0, create READY once it runs; then wait to be
+ * killed.  With "idle": bound, tpgt_1 LUN 0 answers, no I/O kept running
+ * (a VM that holds its TPG and does nothing).
  */
 static int hold_main(int argc, char **argv)
 {
 	char why[256] = "";
+	bool idle = argc > 4 && !strcmp(argv[4], "idle");
 	int fd, rf;
 
 	if (argc < 4) {
-		fprintf(stderr, "usage: client hold NODE FABRIC WWPN READY\n");
+		fprintf(stderr, "usage: client hold NODE FABRIC WWPN READY [idle]\n");
 		return 2;
 	}
 	node = argv[0];
@@ -5123,12 +5126,13 @@ static int hold_main(int argc, char **argv)
 		return 1;
 	}
 	scsi_fd = fd;
-	if (!disk_add(1, 0) || !disk_add(2, 0)) {
+	if (!disk_add(1, 0) || (!idle && !disk_add(2, 0))) {
 		printf("# hold: LUNs do not answer\n");
 		return 1;
 	}
-	engine_start(&fe, NQ, 0, true, 3, 61);
-	if (!engine_wait_ok(&fe, 100, 120000)) {
+	if (!idle)
+		engine_start(&fe, NQ, 0, true, 3, 61);
+	if (!idle && !engine_wait_ok(&fe, 100, 120000)) {
 		printf("# hold: no I/O\n");
 		return 1;
 	}
