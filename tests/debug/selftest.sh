@@ -33,22 +33,21 @@
 # about three times a clean run on 2 busy cores).
 set -euo pipefail
 
-here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-ROOT=$(cd "$here/../.." && pwd)
-cd "$ROOT"
+# shellcheck source=tests/lib/stage.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/stage.sh"
 # shellcheck source=tests/vm/common.sh
 . tests/vm/common.sh
 
 id=debug timeout_s=300
 tests=()
-while [ $# -gt 0 ]; do
+# The tests to run: the words that are not options.
+stage_opt() {
 	case "$1" in
-	--kernel) id=$2; shift 2 ;;
-	--timeout) timeout_s=$2; shift 2 ;;
-	-*) sed -n '2,/^set -euo/p' "$0" | sed -e '$d' -e 's/^# \{0,1\}//' >&2; exit 2 ;;
-	*) tests+=("$1"); shift ;;
+	-*) return 1 ;;
+	*) tests+=("$1"); STAGE_SHIFT=1 ;;
 	esac
-done
+}
+stage_init debug-selftest "kernel timeout" "$@"
 [ ${#tests[@]} -gt 0 ] || tests=(classes build clean all rawnest)
 
 passed=0 failed=0
