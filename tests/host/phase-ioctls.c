@@ -120,6 +120,13 @@ void test_owner(int fd)
 	       ioctl(fd2, VHOST_SET_OWNER) : -1, 0);
 	if (fd2 >= 0)
 		close(fd2);
+	/*
+	 * Its worker ends with it, though its thread may stay listed in /proc
+	 * a moment after close(): wait for it, so that test_workers() counts
+	 * from the first device's worker alone.
+	 */
+	result(my_workers_are(1), "second-open-worker-gone-after-close",
+	       "%d workers, wanted 1 (the first device's)", my_workers(NULL, NULL));
 }
 
 /*
