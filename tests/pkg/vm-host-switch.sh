@@ -11,7 +11,8 @@
 # under updates/dkms).  Here it becomes the system: an overlay whose upper
 # layer is on the disk, /proc, /sys, /dev of the VM, and the kernel's own
 # module requests sent to its modprobe (/proc/sys/kernel/modprobe).  CLIENT
-# is tests/host/client.c, built static: it plays QEMU on /dev/vhost-scsi.
+# is tests/host/client.c (with client-lib.c and phase-*.c), built static:
+# it plays QEMU on /dev/vhost-scsi.
 # BOOT (1, 2, 3) is the boot the caller starts; the disk must agree.
 #
 #   boot 1  the switch off by default; `virtio-sqcq-host on`; with it,
