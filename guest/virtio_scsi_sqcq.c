@@ -2976,6 +2976,7 @@ static sqcq_shost_attr_t *virtscsi_host_attrs[] = {
 	SQCQ_SHOST_ATTR(sqcq_poll_wakeups),
 	NULL,
 };
+
 SQCQ_SHOST_GROUPS(virtscsi_host);
 
 /* ------------------------------------------------------------------ */

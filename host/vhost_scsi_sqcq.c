@@ -182,8 +182,9 @@ out:
 			      s->id, sqcq_status_str(st));
 		trace_sqcq_classic(s->id, vdev->owner_pid, st,
 				   sqcq_status_str(st));
-	} else if (subtype == SQCQ_TMF_SUBTYPE_TEARDOWN && st == SQCQ_S_OK)
+	} else if (subtype == SQCQ_TMF_SUBTYPE_TEARDOWN && st == SQCQ_S_OK) {
 		in->response = VIRTIO_SCSI_S_FUNCTION_SUCCEEDED;
+	}
 	in->resp.status = cpu_to_le16(st);
 	return sizeof(*in);
 }
