@@ -515,11 +515,14 @@ log "section 10: a device that never answers the setup request"
 FMOD=virtio_scsi_sqcq_faults
 FKO=$(dirname "$KO")/$FMOD.ko
 # The SCSI host's proc_name shows at most 19 characters (and NULs after).
+# fdisks [TARGET]: its disks (of that target), sorted: the verify runs take
+# target 0's, never the error-injecting one (the names follow the scan's
+# order: target 3 was sda in one run, and its write at 2 MiB failed).
 fdisks() {
-	local h d
+	local h d t=${1:-}
 	for h in /sys/class/scsi_host/host*; do
 		[ "$(tr -d '\0' <"$h/proc_name" 2>/dev/null)" = "${FMOD:0:19}" ] || continue
-		for d in "$h"/device/target*/*/block/*; do
+		for d in "$h"/device/target*:0:$t*/*/block/*; do
 			[ -e "$d" ] && echo "/dev/${d##*/}"
 		done
 	done | sort
@@ -542,7 +545,7 @@ if check "fault build present ($FKO)" test -f "$FKO"; then
 			[ "$(cat "$fh/sqcq_mode")/$(cat "$fh/sqcq_classic_why")" = "classic/no answer to the setup request" ]
 		check "one line says so" \
 			[ "$(dmesg | grep -c 'SQ/CQ not used (no answer to the setup request within')" = 1 ]
-		FDISK=$(fdisks | head -n 1)
+		FDISK=$(fdisks 0 | head -n 1)
 		if ! check "fio-verify on the unanswered device" fio_verify nosetup libaio "$FDISK" $((8 / DIV + 1))m; then
 			# What the driver and the SCSI layer said meanwhile.
 			dmesg | tail -n 40 | sed 's/^/# dmesg: /'
@@ -568,7 +571,7 @@ log "section 11: a ring that breaks under I/O"
 [ ! -d /sys/module/$FMOD ] || rmmod $FMOD
 if [ -f "$FKO" ] && check "bind the fault build for the break" \
 	timeout 120 insmod "$FKO" poll_queues=0 && wait_for 30 fhas_disks; then
-	FDISK=$(fdisks | head -n 1)
+	FDISK=$(fdisks 0 | head -n 1)
 	disk_ready "$FDISK"
 	echo 3 >"/sys/block/${FDISK#/dev/}/device/timeout"
 	dmesg -C
