@@ -13,6 +13,14 @@
 # E2E_GUEST_PARAMS (more insmod parameters for both modes), CMP_MODES
 # (default "classic sqcq"; "haltpoll" adds the peer below).
 #
+# Mode intree: Debian's own pair, the in-tree virtio_scsi on the second
+# device (E2E_SLOT_B), whose backend in L1 is the in-tree vhost_scsi
+# (tests/e2e/l1.sh sets it up when CMP_MODES names intree).  Its driver
+# binds both devices, as ours does in the other modes; only the device of
+# the mode carries I/O, the other is not scanned.  That driver has no
+# counters: requests from the disk's /sys/block statistics, interrupts
+# from /proc/interrupts (its request vectors), kicks not known ("-").
+#
 # Mode haltpoll: classic (sqcq=0) with guest halt-polling, what an operator
 # turns on today to cut the cost of a vCPU's wakeup.  L2 boots with the
 # cpuidle-haltpoll driver (compare.sh puts cpuidle_haltpoll.force=1 on its
@@ -139,8 +147,87 @@ haltpoll_state() {
 	done
 }
 
-# load MODE: our driver loaded with sqcq=0 or 1, LUN 0 visible as $DISK,
-# $DBG its debugfs directory; the negotiated mode checked.
+# intree_irqs SLOT: REPLY = the interrupts of the request vectors of the
+# virtio device under SLOT (/proc/interrupts, "virtioN-request"), summed
+# over the CPUs.
+intree_irqs() {
+	local name line f n=0
+	local -a a
+	vdev "$1" || return 1
+	name="${REPLY##*/}-request"
+	while read -r line; do
+		[[ "$line" == *" $name"* ]] || continue
+		read -ra a <<<"$line"
+		for f in "${a[@]:1}"; do
+			[[ "$f" =~ ^[0-9]+$ ]] || break
+			n=$((n + f))
+		done
+	done </proc/interrupts
+	REPLY=$n
+}
+# disk_ios DISK: REPLY = the reads and writes completed on DISK.
+disk_ios() {
+	local -a a
+	read -ra a <"/sys/block/${1#/dev/}/stat" || return 1
+	REPLY=$((a[0] + a[4]))
+}
+# load_intree: the in-tree virtio_scsi loaded, bound to the device of slot
+# B, its LUN 0 visible as $DISK; DBG empty.
+load_intree() {
+	local v
+	DBG=""
+	if [ -z "${E2E_SLOT_B:-}" ]; then
+		fail "intree: no in-tree device in L2 (E2E_SLOT_B empty)"
+		return 1
+	fi
+	if ! modprobe virtio_scsi; then
+		fail "intree modprobe virtio_scsi"
+		return 1
+	fi
+	if ! wait_for 30 intree_bound || ! wait_for 30 scsi_host "$E2E_SLOT_B"; then
+		fail "intree driver bound"
+		rmmod virtio_scsi
+		return 1
+	fi
+	echo "0 $TPGT 0" >"/sys/class/scsi_host/$REPLY/scan"
+	if ! wait_for 60 lun0_disk "$E2E_SLOT_B"; then
+		fail "intree disk visible"
+		rmmod virtio_scsi
+		return 1
+	fi
+	[ -n "${mode_ok[intree]:-}" ] || mode_ok[intree]=yes
+	for v in /sys/bus/virtio/drivers/virtio_scsi_sqcq/virtio*; do
+		[ -e "$v" ] && { fail "intree: $v bound to our driver as well"; mode_ok[intree]=no; }
+	done
+	return 0
+}
+# intree_bound: the device of slot B is bound to the in-tree virtio_scsi.
+intree_bound() { vdev "$E2E_SLOT_B" && [ -e "/sys/bus/virtio/drivers/virtio_scsi/${REPLY##*/}" ]; }
+# unload MODE: the driver of MODE removed.
+unload() {
+	if [ "$1" = intree ]; then
+		rmmod virtio_scsi || fail "$1 rmmod"
+	else
+		rmmod virtio_scsi_sqcq || fail "$1 rmmod"
+	fi
+}
+# counters MODE: REQS KICKS IRQS DBS SAVED of the mode's device (queue_sums
+# for our driver; for the in-tree one the disk's I/Os and the request
+# vectors' interrupts, no kicks, doorbells or saved kicks).
+counters() {
+	if [ "$1" = intree ]; then
+		disk_ios "$DISK"
+		REQS=$REPLY KICKS=0 DBS=0 SAVED=0
+		intree_irqs "$E2E_SLOT_B"
+		IRQS=$REPLY
+	else
+		queue_sums "$DBG"
+	fi
+}
+
+# load MODE: our driver loaded with sqcq=0 or 1 (or the in-tree one, mode
+# intree), LUN 0 visible as $DISK, $DBG its debugfs directory; the
+# negotiated mode checked.
 declare -A mode_ok
 load() {
 	local mode=$1 want=0 got expect=$1
@@ -155,6 +242,7 @@ load() {
 			return 1
 		fi
 	fi
+	[ "$mode" = intree ] && { load_intree; return; }
 	# shellcheck disable=SC2086 # parameters, split on purpose
 	if ! insmod "$KO" sqcq=$want ${E2E_GUEST_PARAMS:-}; then
 		fail "$mode insmod"
@@ -186,6 +274,7 @@ load() {
 # guest_why: REPLY = the guest poller's "IDLE CONTENDED STOLEN IRQ_ONLY"
 # (its sleeps by reason, and the interrupts that left it asleep).
 guest_why() {
+	[ -n "$DBG" ] || { REPLY="- - - -"; return; }
 	dbg_snapshot "$DBG"
 	REPLY="${DBGV[poll_sleeps_idle]:--} ${DBGV[poll_sleeps_contended]:--}"
 	REPLY+=" ${DBGV[poll_sleeps_stolen]:--} ${DBGV[poll_irq_only]:--}"
@@ -197,7 +286,7 @@ declare -A points_bad points_ok
 points() {
 	local mode=$1 round=$2 p rw qd nj out st iops e0 b0 e1 b1 ex bz
 	local -a l0 l1 g0 g1
-	local why i x0 xd tag
+	local why i x0 xd tag kk
 	local eng name engine
 	for p in $POINTS; do
 		IFS=: read -r rw qd nj eng <<<"$p"
@@ -210,7 +299,7 @@ points() {
 		e0=${l0[0]} b0=${l0[1]}
 		guest_why
 		read -ra g0 <<<"$REPLY"
-		queue_sums "$DBG"
+		counters "$mode"
 		r0=$REQS k0=$KICKS i0=$IRQS d0=$DBS s0=$SAVED
 		# Exits by reason: sampled right around fio, the handshake
 		# (L1 looks every 0.5 s) adds an idle second or so to each side.
@@ -226,7 +315,7 @@ points() {
 		if [ "$x0" != - ] && l1_exits && exits_delta "$x0" "$REPLY"; then
 			xd=$REPLY
 		fi
-		queue_sums "$DBG"
+		counters "$mode"
 		guest_why
 		read -ra g1 <<<"$REPLY"
 		l1_stat
@@ -266,7 +355,9 @@ points() {
 		else
 			points_ok[$mode]=$((${points_ok[$mode]:-0} + 1))
 		fi
-		echo "cmp $tag $name $qd $nj $iops $((REQS - r0)) $((KICKS - k0)) $((IRQS - i0)) $ex $bz $round$why"
+		kk=$((KICKS - k0))
+		[ "$mode" = intree ] && kk=-
+		echo "cmp $tag $name $qd $nj $iops $((REQS - r0)) $kk $((IRQS - i0)) $ex $bz $round$why"
 		[ -z "$xd" ] || echo "cmp-exits $tag $name $qd $nj $round $((REQS - r0)) $xd"
 	done
 }
@@ -282,6 +373,11 @@ points() {
 # neither moves.  Else status 1, REPLY = what was seen.
 still_mode() {
 	local mode=$1 dbs=$2 saved=$3 now why
+	if [ "$mode" = intree ]; then
+		REPLY="slot B not bound to virtio_scsi any more"
+		intree_bound
+		return
+	fi
 	dbg_value "$DBG" mode
 	now=$REPLY
 	dbg_value "$DBG" classic_why
@@ -345,7 +441,7 @@ for ((round = 1; round <= ROUNDS; round++)); do
 		load "$mode" || continue
 		points "$mode" "$round"
 		[ "$mode" = sqcq ] && [ "$round" = "$ROUNDS" ] && idle_sample
-		rmmod virtio_scsi_sqcq || fail "$mode rmmod"
+		unload "$mode"
 	done
 done
 for mode in $MODES; do

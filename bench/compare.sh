@@ -26,7 +26,10 @@
 # operator turns on today to cut wakeup costs: classic with guest
 # halt-polling (L2 boots with the cpuidle-haltpoll driver; its polling
 # state is on for that mode only, bench/compare-l2.sh), in a table of its
-# own.  CMP_HALTPOLL=0 leaves it out; --recipe has none.
+# own; and a fourth, Debian's in-tree pair (vhost_scsi in L1 beside ours,
+# on a second device of L2 that the in-tree virtio_scsi drives in that
+# mode), in another.  CMP_HALTPOLL=0 and CMP_INTREE=0 leave them out;
+# --recipe has neither.
 #
 # --recipe: the deployment the design is for (README, "Tuning"), both
 # modes in it: L1 on three vCPUs (CMP_L1_SMP), its CPU 0 given to the
@@ -71,10 +74,11 @@ if [ "$short" = 1 ]; then
 	rpoints="randread:1:1 randread:32:1 randread:1:1:hipri"
 fi
 hp=${CMP_HOST_PARAMS:-} gp=${CMP_GUEST_PARAMS:-} isolate=0 vopts="" title="Defaults" l1smp=${CMP_L1_SMP:-2}
-modes="classic sqcq haltpoll" l2append="cpuidle_haltpoll.force=1"
-if [ "$recipe" = 1 ] || [ "${CMP_HALTPOLL:-1}" = 0 ]; then
-	modes="classic sqcq" l2append=""
+modes="classic sqcq" l2append=""
+if [ "$recipe" = 0 ] && [ "${CMP_HALTPOLL:-1}" = 1 ]; then
+	modes="$modes haltpoll" l2append="cpuidle_haltpoll.force=1"
 fi
+[ "$recipe" = 1 ] || [ "${CMP_INTREE:-1}" = 0 ] || modes="$modes intree"
 if [ "$recipe" = 1 ]; then
 	points=$rpoints isolate=1 vopts=num_queues=2 title="The recipe" l1smp=${CMP_L1_SMP:-3}
 	hp=${CMP_HOST_PARAMS-poll_cpu=0 poll_shared=0 poll_idle_us=100000}
@@ -130,13 +134,13 @@ function point(rw, qd, nj,    k) {
 	return k
 }
 # Points that did not keep their mode: named, left out of the medians.
-/^cmp (sqcq-fallback|classic-notclassic|haltpoll-notclassic) / {
+/^cmp (sqcq-fallback|classic-notclassic|haltpoll-notclassic|intree-notclassic) / {
 	k = point($3, $4, $5)
 	fb[k] = fb[k] sprintf("%s%s round %s", fb[k] == "" ? "" : ", ",
-		$2 ~ /^sqcq/ ? "SQ/CQ" : $2 ~ /^haltpoll/ ? "classic with halt-polling" : "classic", $12)
+		$2 ~ /^sqcq/ ? "SQ/CQ" : $2 ~ /^haltpoll/ ? "classic with halt-polling" : $2 ~ /^intree/ ? "the in-tree pair" : "classic", $12)
 }
 # cmp-exits MODE RW QD JOBS ROUND IOS reason=delta...: per round and reason.
-/^cmp-exits (classic|sqcq|haltpoll) / {
+/^cmp-exits (classic|sqcq|haltpoll|intree) / {
 	k = point($3, $4, $5)
 	m = $2; r = $6
 	if ($7 <= 0 || (m, k, r) in xios) next
@@ -147,10 +151,11 @@ function point(rw, qd, nj,    k) {
 		if (!((k, kv[1]) in xset)) { xset[k, kv[1]] = 1; xnames[k] = xnames[k] " " kv[1] }
 	}
 }
-/^cmp (classic|sqcq|haltpoll) / {
+/^cmp (classic|sqcq|haltpoll|intree) / {
 	k = point($3, $4, $5)
 	m = $2; r = $12
 	if (m == "haltpoll") peer = 1
+	if (m == "intree") tree = 1
 	iops[m, k, r] = $6
 	allio[m, k] = allio[m, k] " " $6
 	ios[m, k] += $7; kicks[m, k] += $8; irqs[m, k] += $9
@@ -164,7 +169,7 @@ function point(rw, qd, nj,    k) {
 /^cmp-idle guest none / { idle = "no guest poll thread (poll_cpu empty)"; next }
 /^cmp-idle guest / { idle = sprintf("guest poll thread %d ticks in %d s (its sleeps %d -> %d)", $3, $4, $5, $6) }
 /^cmp-idle host / { hidle = sprintf("host poll thread %s ticks in %d s", $3, $4) }
-/^PASS: compare (classic|sqcq|haltpoll) mode-negotiated/ { mode[$3] = 1 }
+/^PASS: compare (classic|sqcq|haltpoll|intree) mode-negotiated/ { mode[$3] = 1 }
 function label(k) { return (k in fb) ? k " (fell back)" : k }
 # ratio(a, b, k): mode a over mode b at point k, the median of the per-round
 # ratios with their spread and count; "-" without a round that has both.
@@ -225,6 +230,23 @@ END {
 		}
 		printf "\nH: our driver classic (sqcq=0) with the guest'"'"'s cpuidle polling state on (cpuidle-haltpoll driver, Debian'"'"'s menu governor: its haltpoll governor is not built); C and S with it off. mode negotiated: halt-polling run %s\n", ("haltpoll" in mode) ? "classic" : "NOT classic"
 	}
+	if (tree) {
+		printf "\n### Debian'"'"'s in-tree pair (I: vhost_scsi + virtio_scsi), same rounds\n\n"
+		printf "| 4 KiB, fio | I IOPS | classic / I (min-max) | SQ/CQ / I (min-max) | irqs/io I | irqs/io C | exits/io I | exits/io C | exits/io S | CPU us/io I | CPU us/io C | CPU us/io S |\n"
+		printf "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n"
+		for (i = 1; i <= n; i++) {
+			k = order[i]
+			stats(allio["intree", k]); mi = med
+			printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", label(k), mi,
+				ratio("classic", "intree", k), ratio("sqcq", "intree", k),
+				perio(irqs["intree", k], ios["intree", k]), perio(irqs["classic", k], ios["classic", k]),
+				perio(exits["intree", k], exio["intree", k]), perio(exits["classic", k], exio["classic", k]),
+				perio(exits["sqcq", k], exio["sqcq", k]),
+				perio(busy["intree", k] * 10000, bzio["intree", k]), perio(busy["classic", k] * 10000, bzio["classic", k]),
+				perio(busy["sqcq", k] * 10000, bzio["sqcq", k])
+		}
+		printf "\nI: Debian'"'"'s vhost_scsi in L1 (loaded beside ours, its own ramdisk target) and its virtio_scsi in L2, on a second device; C and S on ours. Its driver counts nothing: I/Os from the disk'"'"'s statistics, interrupts from /proc/interrupts, kicks unknown. mode run: in-tree %s\n", ("intree" in mode) ? "bound, every round" : "NOT bound"
+	}
 	printf "\n### Why the SQ/CQ pollers slept (SQ/CQ mode, per 1000 I/O, all rounds)\n\n"
 	printf "| 4 KiB, fio | host idle | host contended | host yields | guest idle | guest contended | guest stolen | irqs, guest poller left asleep |\n"
 	printf "|---|---:|---:|---:|---:|---:|---:|---:|\n"
@@ -256,15 +278,20 @@ END {
 			# Below 0.001 per I/O in both: counted, not shown.
 			if ((c == "" || c < 0.0005) && (s == "" || s < 0.0005)) { small++; continue }
 			if (!rows++) {
-				printf "| 4 KiB, fio | exit reason | classic | SQ/CQ | SQ/CQ - classic |\n"
-				printf "|---|---|---:|---:|---:|\n"
+				printf "| 4 KiB, fio | exit reason |%s classic | SQ/CQ | SQ/CQ - classic |\n", tree ? " in-tree |" : ""
+				printf "|---|---|%s---:|---:|---:|\n", tree ? "---:|" : ""
 			}
-			printf "| %s | %s | %s | %s | %s |\n", label(k), nm[ix[j]],
+			it = ""
+			if (tree) {
+				it = xmed("intree", k, nm[ix[j]])
+				it = " " (it == "" ? "-" : sprintf("%.3f", it)) " |"
+			}
+			printf "| %s | %s |%s %s | %s | %s |\n", label(k), nm[ix[j]], it,
 				c == "" ? "-" : sprintf("%.3f", c), s == "" ? "-" : sprintf("%.3f", s),
 				(c == "" || s == "") ? "-" : sprintf("%+.3f", s - c)
 		}
 		if (small)
-			printf "| %s | %d more | < 0.001 | < 0.001 | |\n", label(k), small
+			printf "| %s | %d more |%s < 0.001 | < 0.001 | |\n", label(k), small, tree ? " |" : ""
 	}
 	if (rows)
 		printf "\nExits of the nested guest seen by KVM in L1 (kvm:kvm_exit, keyed on the exit code; \"stat:\": KVM'"'"'s debugfs statistics where the tracepoint was not usable) per I/O, over fio'"'"'s window plus about a second of idle handshake on each side. SVM names: npf = nested page fault (virtio-pci notify writes are MMIO, so kicks land here), io = port I/O, hlt = idle vCPU, msr = MSR accesses (TSC-deadline timer, x2APIC EOI and IPIs), intr = host interrupt, vintr = interrupt window; see bench/README.md.\n"

@@ -71,12 +71,12 @@
 /* sizeof(struct virtio_scsi_cmd_resp) with the default 96-byte sense. */
 #define SQCQ_VIRTIO_SCSI_CMD_RESP_SIZE		108u
 
-/* vring_sq.flags, written by the host only. */
-#define VRING_SQ_F_NEED_WAKEUP	(1u << 0)	/* host poller asleep: kick */
-#define VRING_SQ_F_STOPPED	(1u << 1)	/* host stopped polling for good */
-/* vring_cq.flags, written by the guest only. */
-#define VRING_CQ_F_NEED_WAKEUP	(1u << 0)	/* guest poller asleep: interrupt */
-#define VRING_CQ_F_STOPPED	(1u << 1)	/* guest stopped polling for good */
+/* sqcq_sq.flags, written by the host only. */
+#define SQCQ_SQ_F_NEED_WAKEUP	(1u << 0)	/* host poller asleep: kick */
+#define SQCQ_SQ_F_STOPPED	(1u << 1)	/* host stopped polling for good */
+/* sqcq_cq.flags, written by the guest only. */
+#define SQCQ_CQ_F_NEED_WAKEUP	(1u << 0)	/* guest poller asleep: interrupt */
+#define SQCQ_CQ_F_STOPPED	(1u << 1)	/* guest stopped polling for good */
 
 /* sqcq_setup_req.flags / sqcq_setup_resp.flags */
 #define SQCQ_F_SQ_POLL		(1u << 0)	/* host polls the SQ doorbells */
@@ -116,26 +116,26 @@ struct sqcq_area_hdr {
 };
 
 /* Submission doorbell: idx by the guest, flags by the host. */
-struct vring_sq {
+struct sqcq_sq {
 	__le16 idx;		/* the avail index the guest published */
-	__le16 flags;		/* VRING_SQ_F_* */
+	__le16 flags;		/* SQCQ_SQ_F_* */
 };
 
 /* Completion doorbell: idx by the host, flags by the guest. */
-struct vring_cq {
+struct sqcq_cq {
 	__le16 idx;		/* the used index the host published */
-	__le16 flags;		/* VRING_CQ_F_* */
+	__le16 flags;		/* SQCQ_CQ_F_* */
 };
 
 /* Each doorbell owns a whole cache line so the two writers never share one. */
 struct sqcq_sq_line {
-	struct vring_sq sq;
-	__u8 pad[SQCQ_LINE_SIZE - sizeof(struct vring_sq)];
+	struct sqcq_sq sq;
+	__u8 pad[SQCQ_LINE_SIZE - sizeof(struct sqcq_sq)];
 } __attribute__((aligned(64)));
 
 struct sqcq_cq_line {
-	struct vring_cq cq;
-	__u8 pad[SQCQ_LINE_SIZE - sizeof(struct vring_cq)];
+	struct sqcq_cq cq;
+	__u8 pad[SQCQ_LINE_SIZE - sizeof(struct sqcq_cq)];
 } __attribute__((aligned(64)));
 
 /* Per request queue: the SQ line, then the CQ line. */
@@ -235,8 +235,8 @@ struct sqcq_setup_in {
 #define SQCQ_ASSERT(cond, msg) _Static_assert(cond, msg)
 
 SQCQ_ASSERT(sizeof(struct sqcq_area_hdr) == 64, "area header is one line");
-SQCQ_ASSERT(sizeof(struct vring_sq) == 4, "vring_sq is 4 bytes");
-SQCQ_ASSERT(sizeof(struct vring_cq) == 4, "vring_cq is 4 bytes");
+SQCQ_ASSERT(sizeof(struct sqcq_sq) == 4, "sqcq_sq is 4 bytes");
+SQCQ_ASSERT(sizeof(struct sqcq_cq) == 4, "sqcq_cq is 4 bytes");
 SQCQ_ASSERT(sizeof(struct sqcq_sq_line) == SQCQ_LINE_SIZE, "SQ line size");
 SQCQ_ASSERT(sizeof(struct sqcq_cq_line) == SQCQ_LINE_SIZE, "CQ line size");
 SQCQ_ASSERT(sizeof(struct sqcq_queue_lines) == SQCQ_QUEUE_BYTES,
@@ -286,7 +286,7 @@ SQCQ_ASSERT(SQCQ_AREA_MAX_BYTES == 135168, "max area bytes");
 
 /**
  * sqcq_consume_idx() - read a doorbell index, consumer side
- * @idx: the doorbell index (vring_sq.idx or vring_cq.idx)
+ * @idx: the doorbell index (sqcq_sq.idx or sqcq_cq.idx)
  *
  * Read barrier after the load, before the ring entries the index covers
  * are read.  Pairs with the sqcq_wmb() in sqcq_publish().
@@ -332,10 +332,10 @@ static inline bool sqcq_idx_advance_ok(__u16 new_idx, __u16 old_idx,
 
 /**
  * sqcq_publish() - publish a doorbell index, producer side
- * @idx: the doorbell index (vring_sq.idx for the guest, vring_cq.idx for
+ * @idx: the doorbell index (sqcq_sq.idx for the guest, sqcq_cq.idx for
  *       the host)
  * @new_idx: the value to publish
- * @peer_flags: the consumer's flags word (vring_sq.flags / vring_cq.flags)
+ * @peer_flags: the consumer's flags word (sqcq_sq.flags / sqcq_cq.flags)
  * @need: the consumer's NEED_WAKEUP bit
  *
  * The ring contents (descriptors, avail or used entries and the ring's own
@@ -510,9 +510,9 @@ static inline void sqcq_area_init(struct sqcq_area *a, __u16 nq)
 	a->hdr.line_size = cpu_to_le16(SQCQ_LINE_SIZE);
 	for (i = 0; i < nq; i++) {
 		a->q[i].sq_line.sq.idx = 0;
-		a->q[i].sq_line.sq.flags = cpu_to_le16(VRING_SQ_F_NEED_WAKEUP);
+		a->q[i].sq_line.sq.flags = cpu_to_le16(SQCQ_SQ_F_NEED_WAKEUP);
 		a->q[i].cq_line.cq.idx = 0;
-		a->q[i].cq_line.cq.flags = cpu_to_le16(VRING_CQ_F_NEED_WAKEUP);
+		a->q[i].cq_line.cq.flags = cpu_to_le16(SQCQ_CQ_F_NEED_WAKEUP);
 	}
 }
 

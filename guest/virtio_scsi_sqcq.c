@@ -140,11 +140,15 @@ MODULE_PARM_DESC(virtscsi_poll_queues, "Alias of poll_queues");
  */
 #define SQCQ_LUN_FLAT		0x4000
 
-enum virtscsi_vq_kind { SQCQ_KIND_CTRL, SQCQ_KIND_EVENT, SQCQ_KIND_IRQ,
-		    SQCQ_KIND_POLL };
+enum virtscsi_vq_kind {
+	VIRTSCSI_VQ_KIND_CTRL, VIRTSCSI_VQ_KIND_EVENT, VIRTSCSI_VQ_KIND_IRQ, VIRTSCSI_VQ_KIND_POLL
+};
 
 /* Who called virtscsi_vq_drain(): decides which counter is bumped. */
-enum virtscsi_drain_src { SQCQ_SRC_IRQ, SQCQ_SRC_POLL, SQCQ_SRC_EH, SQCQ_SRC_SQCQ };
+enum virtscsi_drain_src {
+	VIRTSCSI_DRAIN_SRC_IRQ, VIRTSCSI_DRAIN_SRC_POLL, VIRTSCSI_DRAIN_SRC_EH,
+	VIRTSCSI_DRAIN_SRC_SQCQ
+};
 
 /*
  * Counters of one virtqueue.  All are updated with the queue lock held
@@ -164,7 +168,7 @@ struct virtscsi_vq_stats {
 struct virtscsi_dev;
 
 /* Memory the device reads or writes outside the rings: the doorbell area. */
-struct virtscsi_dma_area {
+struct virtscsi_sqcq {
 	void *cpu;
 	dma_addr_t addr;		/* what the device is told */
 	size_t bytes;
@@ -176,7 +180,7 @@ struct virtscsi_dma_area {
  * in use.  STOPPED: the host set STOPPED (or the guest gave up the mode):
  * classic, exactly, until the device is reset or probed again.
  */
-enum virtscsi_state { SQCQ_STATE_OFF, SQCQ_STATE_ON, SQCQ_STATE_STOPPED };
+enum virtscsi_state { VIRTSCSI_STATE_OFF, VIRTSCSI_STATE_ON, VIRTSCSI_STATE_STOPPED };
 
 struct virtscsi_vq {
 	spinlock_t lock;	/* ring access, stats */
@@ -193,8 +197,8 @@ struct virtscsi_vq {
 	 * the lock (submitters read it there); cq: read by the poll thread,
 	 * which is stopped before it is cleared.
 	 */
-	struct vring_sq *sq;
-	struct vring_cq *cq;
+	struct sqcq_sq *sq;
+	struct sqcq_cq *cq;
 	u16 cq_seen;		/* poll thread only */
 };
 
@@ -229,9 +233,9 @@ struct virtscsi_dev {
 	struct dentry *dbg;
 	/* SQ/CQ (docs/protocol.md): the doorbell area and its poll thread. */
 	struct sqcq_area *area;		/* NULL: never negotiated */
-	struct virtscsi_dma_area mem;	/* where area lives */
+	struct virtscsi_sqcq mem;	/* where area lives */
 	/* An area the device may still use (odd setup), freed after reset. */
-	struct virtscsi_dma_area stale;
+	struct virtscsi_sqcq stale;
 	/*
 	 * A setup request the device still holds (probe killed, or no answer
 	 * in time) and the teardown queued behind an unanswered one
@@ -344,13 +348,13 @@ static inline struct virtscsi_dev *virtscsi_shost_dev(struct Scsi_Host *shost)
 static const char *virtscsi_kind_name(enum virtscsi_vq_kind kind)
 {
 	switch (kind) {
-	case SQCQ_KIND_CTRL:
+	case VIRTSCSI_VQ_KIND_CTRL:
 		return "ctrl";
-	case SQCQ_KIND_EVENT:
+	case VIRTSCSI_VQ_KIND_EVENT:
 		return "event";
-	case SQCQ_KIND_IRQ:
+	case VIRTSCSI_VQ_KIND_IRQ:
 		return "irq";
-	case SQCQ_KIND_POLL:
+	case VIRTSCSI_VQ_KIND_POLL:
 		return "poll";
 	}
 	return "?";
@@ -414,13 +418,13 @@ static bool virtscsi_vq_kick_needed(struct virtscsi_vq *q)
 	if (!q->sq)
 		return classic;
 	if (sqcq_publish(&q->sq->idx, q->avail_shadow, &q->sq->flags,
-			 VRING_SQ_F_NEED_WAKEUP)) {
+			 SQCQ_SQ_F_NEED_WAKEUP)) {
 		/*
 		 * A host that stopped polling keeps NEED_WAKEUP set for good
 		 * and adds STOPPED: this kick is the last one decided by the
 		 * doorbell, the next ones follow the ring's suppression.
 		 */
-		if (unlikely(sqcq_load16(&q->sq->flags) & VRING_SQ_F_STOPPED)) {
+		if (unlikely(sqcq_load16(&q->sq->flags) & SQCQ_SQ_F_STOPPED)) {
 			q->sq = NULL;
 			virtscsi_host_stop_seen(q->dev);
 		}
@@ -458,7 +462,7 @@ static int virtscsi_vq_add(struct virtscsi_vq *q, struct scatterlist *sgs[],
 			   unsigned int out, unsigned int in, void *data,
 			   bool last, struct virtqueue **kick)
 {
-	bool batches = q->kind == SQCQ_KIND_IRQ || q->kind == SQCQ_KIND_POLL;
+	bool batches = q->kind == VIRTSCSI_VQ_KIND_IRQ || q->kind == VIRTSCSI_VQ_KIND_POLL;
 	int ret;
 
 	lockdep_assert_held(&q->lock);
@@ -530,10 +534,10 @@ static void virtscsi_event_done(struct virtscsi_dev *dev, void *buf,
 static void virtscsi_vq_complete(struct virtscsi_vq *q, void *buf, unsigned int len)
 {
 	switch (q->kind) {
-	case SQCQ_KIND_CTRL:
+	case VIRTSCSI_VQ_KIND_CTRL:
 		virtscsi_tmf_done(q->dev, buf);
 		break;
-	case SQCQ_KIND_EVENT:
+	case VIRTSCSI_VQ_KIND_EVENT:
 		virtscsi_event_done(q->dev, buf, len);
 		break;
 	default:
@@ -555,7 +559,7 @@ static unsigned int virtscsi_vq_drain(struct virtscsi_vq *q, enum virtscsi_drain
 		void *buf;
 		unsigned int len;
 	} batch[SQCQ_DRAIN_BATCH];
-	bool irq_queue = q->kind != SQCQ_KIND_POLL;
+	bool irq_queue = q->kind != VIRTSCSI_VQ_KIND_POLL;
 	unsigned int n, i, total = 0;
 	unsigned long flags;
 	bool counted = false;
@@ -570,9 +574,9 @@ static unsigned int virtscsi_vq_drain(struct virtscsi_vq *q, enum virtscsi_drain
 			break;
 		}
 		if (!counted) {
-			if (src == SQCQ_SRC_IRQ)
+			if (src == VIRTSCSI_DRAIN_SRC_IRQ)
 				q->st.interrupts++;
-			else if (src == SQCQ_SRC_POLL)
+			else if (src == VIRTSCSI_DRAIN_SRC_POLL)
 				q->st.polls++;
 			counted = true;
 		}
@@ -606,7 +610,7 @@ static void virtscsi_drain_requests(struct virtscsi_dev *dev)
 	unsigned int i;
 
 	for (i = 0; i < dev->nr_req; i++)
-		virtscsi_vq_drain(&dev->req[i], SQCQ_SRC_EH);
+		virtscsi_vq_drain(&dev->req[i], VIRTSCSI_DRAIN_SRC_EH);
 }
 
 static struct virtscsi_dev *virtscsi_vq_to_dev(struct virtqueue *vq)
@@ -620,12 +624,12 @@ static bool virtscsi_host_stopped(struct virtscsi_dev *dev, unsigned int i);
 
 static void virtscsi_ctrl_cb(struct virtqueue *vq)
 {
-	virtscsi_vq_drain(&virtscsi_vq_to_dev(vq)->ctrl, SQCQ_SRC_IRQ);
+	virtscsi_vq_drain(&virtscsi_vq_to_dev(vq)->ctrl, VIRTSCSI_DRAIN_SRC_IRQ);
 }
 
 static void virtscsi_event_cb(struct virtqueue *vq)
 {
-	virtscsi_vq_drain(&virtscsi_vq_to_dev(vq)->event, SQCQ_SRC_IRQ);
+	virtscsi_vq_drain(&virtscsi_vq_to_dev(vq)->event, VIRTSCSI_DRAIN_SRC_IRQ);
 }
 
 static void virtscsi_poll_wake(struct virtscsi_dev *dev);
@@ -637,9 +641,9 @@ static void virtscsi_req_cb(struct virtqueue *vq)
 
 	if (WARN_ON_ONCE(i >= dev->nr_req))
 		return;
-	virtscsi_vq_drain(&dev->req[i], SQCQ_SRC_IRQ);
+	virtscsi_vq_drain(&dev->req[i], VIRTSCSI_DRAIN_SRC_IRQ);
 	/* Pairs with the release in virtscsi_sqcq_setup(): dev->area is set. */
-	if (smp_load_acquire(&dev->state) != SQCQ_STATE_ON)
+	if (smp_load_acquire(&dev->state) != VIRTSCSI_STATE_ON)
 		return;
 	/* A stopped host interrupts on every completion: nothing to wake. */
 	if (virtscsi_host_stopped(dev, i)) {
@@ -912,7 +916,7 @@ static int __maybe_unused virtscsi_mq_poll(struct Scsi_Host *shost, unsigned int
 
 	if (unlikely(queue_num >= dev->nr_req))
 		return 0;
-	return virtscsi_vq_drain(&dev->req[queue_num], SQCQ_SRC_POLL);
+	return virtscsi_vq_drain(&dev->req[queue_num], VIRTSCSI_DRAIN_SRC_POLL);
 }
 
 /*
@@ -1047,7 +1051,7 @@ static int virtscsi_ctrl_wait(struct virtscsi_dev *dev, struct virtscsi_tmf *tmf
 		if (left < 0)
 			break;
 		if (!left) {
-			virtscsi_vq_drain(&dev->ctrl, SQCQ_SRC_EH);
+			virtscsi_vq_drain(&dev->ctrl, VIRTSCSI_DRAIN_SRC_EH);
 			left = completion_done(&tmf->done);
 			if (!left && !virtscsi_tmf_unheard(dev, tmf))
 				virtscsi_vq_notify_anyway(&dev->ctrl);
@@ -1176,7 +1180,7 @@ static enum scsi_timeout_action virtscsi_eh_timed_out(struct scsi_cmnd *sc)
 	struct virtscsi_dev *dev = virtscsi_shost_dev(sc->device->host);
 	struct virtscsi_vq *q = virtscsi_cmd_queue(dev, sc);
 
-	virtscsi_vq_drain(q, SQCQ_SRC_EH);
+	virtscsi_vq_drain(q, VIRTSCSI_DRAIN_SRC_EH);
 	if (test_bit(SCMD_STATE_COMPLETE, &sc->state))
 		return SCSI_EH_NOT_HANDLED;	/* the midlayer sees it done */
 	/*
@@ -1242,7 +1246,7 @@ static int virtscsi_eh_host_reset(struct scsi_cmnd *sc)
 		return FAILED;
 	}
 	shost_printk(KERN_INFO, shost, "host reset done: %s mode\n",
-		     READ_ONCE(dev->state) == SQCQ_STATE_ON ? "SQ/CQ" : "classic");
+		     READ_ONCE(dev->state) == VIRTSCSI_STATE_ON ? "SQ/CQ" : "classic");
 	return SUCCESS;
 }
 
@@ -1519,13 +1523,13 @@ static struct virtscsi_vq *virtscsi_vq_at(struct virtscsi_dev *dev, unsigned int
 static vq_callback_t *virtscsi_vq_callback(const struct virtscsi_vq *q)
 {
 	switch (q->kind) {
-	case SQCQ_KIND_CTRL:
+	case VIRTSCSI_VQ_KIND_CTRL:
 		return virtscsi_ctrl_cb;
-	case SQCQ_KIND_EVENT:
+	case VIRTSCSI_VQ_KIND_EVENT:
 		return virtscsi_event_cb;
-	case SQCQ_KIND_IRQ:
+	case VIRTSCSI_VQ_KIND_IRQ:
 		return virtscsi_req_cb;
-	case SQCQ_KIND_POLL:
+	case VIRTSCSI_VQ_KIND_POLL:
 		break;
 	}
 	return NULL;	/* poll queue: no interrupt vector at all */
@@ -1572,7 +1576,7 @@ static int virtscsi_vqs_setup(struct virtscsi_dev *dev)
 		q->broken_seen = false;
 		q->avail_shadow = 0;	/* a new ring starts at index 0 */
 		/* Poll queues: tell the device not to bother interrupting. */
-		if (q->kind == SQCQ_KIND_POLL)
+		if (q->kind == VIRTSCSI_VQ_KIND_POLL)
 			virtqueue_disable_cb(q->vq);
 		spin_unlock_irqrestore(&q->lock, flags);
 	}
@@ -1596,13 +1600,13 @@ static void virtscsi_reclaim(struct virtscsi_dev *dev, struct virtscsi_vq *q,
 	unsigned long flags;
 
 	switch (q->kind) {
-	case SQCQ_KIND_CTRL:
+	case VIRTSCSI_VQ_KIND_CTRL:
 		/* Its waiter (or virtscsi_sqcq_stop() for a stale one) frees it. */
 		tmf = buf;
 		tmf->resp.tmf.response = VIRTIO_SCSI_S_FAILURE;
 		complete(&tmf->done);
 		break;
-	case SQCQ_KIND_EVENT:
+	case VIRTSCSI_VQ_KIND_EVENT:
 		/* Embedded in dev; the next virtscsi_events_start() posts it. */
 		spin_lock_irqsave(&q->lock, flags);
 		((struct virtscsi_event *)buf)->posted = false;
@@ -1697,7 +1701,7 @@ static void virtscsi_poll_bind(struct virtscsi_dev *dev)
 static bool virtscsi_host_stopped(struct virtscsi_dev *dev, unsigned int i)
 {
 	return sqcq_load16(&dev->area->q[i].sq_line.sq.flags) &
-	       VRING_SQ_F_STOPPED;
+	       SQCQ_SQ_F_STOPPED;
 }
 
 /*
@@ -1708,7 +1712,7 @@ static bool virtscsi_host_stopped(struct virtscsi_dev *dev, unsigned int i)
  */
 static void virtscsi_host_stop_seen(struct virtscsi_dev *dev)
 {
-	if (READ_ONCE(dev->state) == SQCQ_STATE_ON)
+	if (READ_ONCE(dev->state) == VIRTSCSI_STATE_ON)
 		schedule_work(&dev->stop_work);
 }
 
@@ -1732,7 +1736,7 @@ static bool virtscsi_poll_cq(struct virtscsi_dev *dev, bool *stopped)
 			continue;
 		q->cq_seen = idx;
 		WRITE_ONCE(q->st.doorbells, q->st.doorbells + 1);
-		virtscsi_vq_drain(q, SQCQ_SRC_SQCQ);
+		virtscsi_vq_drain(q, VIRTSCSI_DRAIN_SRC_SQCQ);
 		work = true;
 	}
 	return work;
@@ -1751,12 +1755,12 @@ static bool virtscsi_poll_prepare_sleep(struct virtscsi_dev *dev)
 		 * the host's completion path.  The caller is armed: TASK_INTERRUPTIBLE, and the
 		 * queue interrupt wakes it (virtscsi_req_cb()).
 		 */
-		if (sqcq_prepare_sleep(&q->cq->flags, VRING_CQ_F_NEED_WAKEUP,
+		if (sqcq_prepare_sleep(&q->cq->flags, SQCQ_CQ_F_NEED_WAKEUP,
 				       &q->cq->idx, q->cq_seen))
 			continue;
 		for (j = 0; j < i; j++)
 			sqcq_clear_need_wakeup(&dev->req[j].cq->flags,
-					       VRING_CQ_F_NEED_WAKEUP);
+					       SQCQ_CQ_F_NEED_WAKEUP);
 		return false;
 	}
 	return true;
@@ -1795,7 +1799,7 @@ static void virtscsi_poll_awake(struct virtscsi_dev *dev)
 			      HRTIMER_MODE_REL_HARD);
 	}
 	virtscsi_for_each_polled(dev, q, i)
-		sqcq_clear_need_wakeup(&q->cq->flags, VRING_CQ_F_NEED_WAKEUP);
+		sqcq_clear_need_wakeup(&q->cq->flags, SQCQ_CQ_F_NEED_WAKEUP);
 }
 
 /*
@@ -1812,7 +1816,7 @@ static void virtscsi_poll_ask_irqs(struct virtscsi_dev *dev)
 	unsigned int i;
 
 	virtscsi_for_each_polled(dev, q, i)
-		sqcq_request_notify(&q->cq->flags, VRING_CQ_F_NEED_WAKEUP);
+		sqcq_request_notify(&q->cq->flags, SQCQ_CQ_F_NEED_WAKEUP);
 }
 
 /*
@@ -1826,7 +1830,7 @@ static void virtscsi_poll_reap_cqs(struct virtscsi_dev *dev)
 	unsigned int i;
 
 	virtscsi_for_each_polled(dev, q, i)
-		virtscsi_vq_drain(q, SQCQ_SRC_SQCQ);
+		virtscsi_vq_drain(q, VIRTSCSI_DRAIN_SRC_SQCQ);
 }
 
 /* Ask for interrupts, then reap what came before.  Task context. */
@@ -1901,7 +1905,7 @@ static bool virtscsi_cqs_ask_irqs(struct virtscsi_dev *dev)
 	unsigned int i;
 
 	virtscsi_for_each_polled(dev, q, i)
-		if (!(sqcq_load16(&q->cq->flags) & VRING_CQ_F_NEED_WAKEUP))
+		if (!(sqcq_load16(&q->cq->flags) & SQCQ_CQ_F_NEED_WAKEUP))
 			return false;
 	return true;
 }
@@ -2097,9 +2101,9 @@ static int virtscsi_poll_fn(void *data)
 	 * what was published before the host saw the flag.
 	 */
 	virtscsi_for_each_polled(dev, q, i) {
-		sqcq_stop_polling(&q->cq->flags, VRING_CQ_F_NEED_WAKEUP,
-				  VRING_CQ_F_STOPPED);
-		virtscsi_vq_drain(q, SQCQ_SRC_SQCQ);
+		sqcq_stop_polling(&q->cq->flags, SQCQ_CQ_F_NEED_WAKEUP,
+				  SQCQ_CQ_F_STOPPED);
+		virtscsi_vq_drain(q, VIRTSCSI_DRAIN_SRC_SQCQ);
 	}
 	if (stopped) {
 		virtscsi_host_stop_seen(dev);
@@ -2149,7 +2153,7 @@ static void virtscsi_go_classic(struct virtscsi_dev *dev, const char *why)
 	}
 	virtscsi_poller_stop(dev);
 	dev->classic_why = why;
-	WRITE_ONCE(dev->state, SQCQ_STATE_STOPPED);
+	WRITE_ONCE(dev->state, VIRTSCSI_STATE_STOPPED);
 	trace_sqcq_teardown(dev->shost->host_no, why);
 }
 
@@ -2158,7 +2162,7 @@ static void virtscsi_stop_work(struct work_struct *work)
 	struct virtscsi_dev *dev = container_of(work, struct virtscsi_dev, stop_work);
 
 	mutex_lock(&dev->virtscsi_lock);
-	if (dev->state == SQCQ_STATE_ON) {
+	if (dev->state == VIRTSCSI_STATE_ON) {
 		virtscsi_go_classic(dev, "stopped by the host");
 		dev_info(&dev->vdev->dev, "SQ/CQ stopped by the host: classic mode; negotiating again in %u s\n",
 			 SQCQ_RENEGO_DELAY / HZ);
@@ -2222,7 +2226,7 @@ static const char *virtscsi_area_dma_dev(struct virtscsi_dev *dev,
 
 /* Allocate the zeroed, page-aligned doorbell area; returns why not, or NULL. */
 static const char *virtscsi_area_alloc(struct virtscsi_dev *dev,
-				       struct virtscsi_dma_area *mem, size_t bytes)
+				       struct virtscsi_sqcq *mem, size_t bytes)
 {
 	const char *why = virtscsi_area_dma_dev(dev, &mem->dma_dev);
 
@@ -2250,7 +2254,7 @@ static const char *virtscsi_area_alloc(struct virtscsi_dev *dev,
 	return NULL;
 }
 
-static void virtscsi_area_free(struct virtscsi_dma_area *mem)
+static void virtscsi_area_free(struct virtscsi_sqcq *mem)
 {
 	if (!mem->cpu)
 		return;
@@ -2329,7 +2333,7 @@ static bool virtscsi_cq_poll_wanted(void)
  * it to the device.  Returns the request, or NULL when out of memory.
  */
 static struct virtscsi_tmf *virtscsi_setup_build(struct virtscsi_dev *dev,
-						 const struct virtscsi_dma_area *mem)
+						 const struct virtscsi_sqcq *mem)
 {
 	struct sqcq_area *area = mem->cpu;
 	struct sqcq_setup_req *req;
@@ -2343,7 +2347,7 @@ static struct virtscsi_tmf *virtscsi_setup_build(struct virtscsi_dev *dev,
 	for (i = 0; i < dev->nr_req; i++) {
 		area->q[i].sq_line.sq.idx = cpu_to_le16(dev->req[i].avail_shadow);
 		/* Poll queues never want interrupts: mq_poll reaps them. */
-		if (dev->req[i].kind == SQCQ_KIND_POLL)
+		if (dev->req[i].kind == VIRTSCSI_VQ_KIND_POLL)
 			area->q[i].cq_line.cq.flags = 0;
 	}
 
@@ -2402,18 +2406,18 @@ static void virtscsi_setup_abandon(struct virtscsi_dev *dev)
 
 /* What becomes of the doorbell area after the device answered. */
 enum virtscsi_setup_end {
-	SQCQ_SETUP_USE,		/* a well-formed success: install it */
-	SQCQ_SETUP_FREE,	/* refused, the device holds nothing: free it */
-	SQCQ_SETUP_KEEP,	/* refused, the device may hold it until reset */
-	SQCQ_SETUP_HELD,	/* teardown unanswered, the device holds both */
-	SQCQ_SETUP_KILLED,	/* teardown interrupted, the device holds both */
+	VIRTSCSI_SETUP_END_USE,		/* a well-formed success: install it */
+	VIRTSCSI_SETUP_END_FREE,	/* refused, the device holds nothing: free it */
+	VIRTSCSI_SETUP_END_KEEP,	/* refused, the device may hold it until reset */
+	VIRTSCSI_SETUP_END_HELD,	/* teardown unanswered, the device holds both */
+	VIRTSCSI_SETUP_END_KILLED,	/* teardown interrupted, the device holds both */
 };
 
 /*
  * Interpret the device's answer to the setup request: on a well-formed
  * success record what the host accepted; on a refusal that the host may
  * have attached to anyway, ask it to let go.  *@why: why SQ/CQ is not
- * used (NULL for SQCQ_SETUP_USE).
+ * used (NULL for VIRTSCSI_SETUP_END_USE).
  */
 static enum virtscsi_setup_end virtscsi_setup_interpret(struct virtscsi_dev *dev,
 							struct virtscsi_tmf *tmf,
@@ -2428,25 +2432,25 @@ static enum virtscsi_setup_end virtscsi_setup_interpret(struct virtscsi_dev *dev
 		dev->host_flags = le32_to_cpu(r->flags);
 		dev->host_nthreads = le16_to_cpu(r->nthreads);
 		dev->host_idle_us = le32_to_cpu(r->poll_idle_us);
-		return SQCQ_SETUP_USE;
+		return VIRTSCSI_SETUP_END_USE;
 	}
 	if (!attached)
-		return SQCQ_SETUP_FREE;
+		return VIRTSCSI_SETUP_END_FREE;
 	/* The host may have attached: ask it to let go first. */
 	if (virtscsi_teardown_req(dev, tmf, &held))
-		return SQCQ_SETUP_FREE;
+		return VIRTSCSI_SETUP_END_FREE;
 	if (held == -EINTR)
-		return SQCQ_SETUP_KILLED;
-	return held ? SQCQ_SETUP_HELD : SQCQ_SETUP_KEEP;
+		return VIRTSCSI_SETUP_END_KILLED;
+	return held ? VIRTSCSI_SETUP_END_HELD : VIRTSCSI_SETUP_END_KEEP;
 }
 
 /*
  * Install the doorbells the host accepted (dev->host_flags): start the
  * poll thread if the host leaves the CQs to us, point each request queue
- * at its SQ and CQ, and switch the device to SQCQ_STATE_ON.
+ * at its SQ and CQ, and switch the device to VIRTSCSI_STATE_ON.
  */
 static void virtscsi_setup_install(struct virtscsi_dev *dev,
-				   const struct virtscsi_dma_area *mem)
+				   const struct virtscsi_sqcq *mem)
 {
 	struct task_struct *poller = NULL;
 	struct sqcq_area *area = mem->cpu;
@@ -2483,7 +2487,7 @@ static void virtscsi_setup_install(struct virtscsi_dev *dev,
 	mutex_lock(&dev->virtscsi_lock);
 	dev->classic_why = NULL;
 	/* dev->area before the state; pairs with virtscsi_req_cb()'s acquire. */
-	smp_store_release(&dev->state, SQCQ_STATE_ON);
+	smp_store_release(&dev->state, VIRTSCSI_STATE_ON);
 	if (poller) {
 		dev->poller = poller;
 		dev->poller_running = true;
@@ -2514,12 +2518,12 @@ static int __virtscsi_sqcq_setup(struct virtscsi_dev *dev)
 {
 	size_t bytes = PAGE_ALIGN(sqcq_area_bytes(dev->nr_req));
 	struct virtio_device *vdev = dev->vdev;
-	struct virtscsi_dma_area mem = {};
+	struct virtscsi_sqcq mem = {};
 	struct virtscsi_tmf *tmf;
 	const char *why;
 	int ret;
 
-	WRITE_ONCE(dev->state, SQCQ_STATE_OFF);
+	WRITE_ONCE(dev->state, VIRTSCSI_STATE_OFF);
 	dev->classic_why = "sqcq=0";
 	if (!READ_ONCE(sqcq))
 		return 0;
@@ -2547,20 +2551,20 @@ static int __virtscsi_sqcq_setup(struct virtscsi_dev *dev)
 		goto free_area;
 	}
 	switch (virtscsi_setup_interpret(dev, tmf, &why)) {
-	case SQCQ_SETUP_USE:
+	case VIRTSCSI_SETUP_END_USE:
 		break;
-	case SQCQ_SETUP_FREE:
+	case VIRTSCSI_SETUP_END_FREE:
 		goto free_area;
-	case SQCQ_SETUP_KEEP:
+	case VIRTSCSI_SETUP_END_KEEP:
 		dev_warn(&vdev->dev, "SQ/CQ not used (%s, teardown refused); classic mode (%zu bytes kept for the device until it is reset)\n",
 			 why, bytes);
 		dev->classic_why = why;
 		dev->stale = mem;
 		kfree(tmf);
 		return 0;
-	case SQCQ_SETUP_HELD:
+	case VIRTSCSI_SETUP_END_HELD:
 		goto held;
-	case SQCQ_SETUP_KILLED:
+	case VIRTSCSI_SETUP_END_KILLED:
 		goto killed;
 	}
 	kfree(tmf);
@@ -2597,7 +2601,7 @@ static int virtscsi_sqcq_setup(struct virtscsi_dev *dev)
 {
 	int ret = __virtscsi_sqcq_setup(dev);
 
-	if (READ_ONCE(dev->state) != SQCQ_STATE_ON)
+	if (READ_ONCE(dev->state) != VIRTSCSI_STATE_ON)
 		trace_sqcq_classic(dev->shost->host_no,
 				   dev->classic_why ?: "unknown");
 	return ret;
@@ -2672,7 +2676,7 @@ static void virtscsi_renego_work(struct work_struct *work)
 	bool retry = false;
 
 	mutex_lock(&dev->virtscsi_lock);
-	if (dev->renego_off || dev->state == SQCQ_STATE_ON) {
+	if (dev->renego_off || dev->state == VIRTSCSI_STATE_ON) {
 		mutex_unlock(&dev->virtscsi_lock);
 		return;
 	}
@@ -2692,7 +2696,7 @@ static void virtscsi_renego_work(struct work_struct *work)
 	if (!virtscsi_area_release(dev))
 		goto out;
 	virtscsi_sqcq_setup(dev);	/* not killable here: returns 0 */
-	if (READ_ONCE(dev->state) == SQCQ_STATE_ON) {
+	if (READ_ONCE(dev->state) == VIRTSCSI_STATE_ON) {
 		WRITE_ONCE(dev->renegotiations, dev->renegotiations + 1);
 		dev_info(&dev->vdev->dev, "SQ/CQ negotiated again after the host stopped it\n");
 	} else if (dev->classic_why &&
@@ -2743,9 +2747,9 @@ static void virtscsi_sqcq_stop(struct virtscsi_dev *dev)
 
 	mutex_lock(&dev->virtscsi_lock);
 	virtscsi_poller_stop(dev);
-	if (dev->state == SQCQ_STATE_ON)
+	if (dev->state == VIRTSCSI_STATE_ON)
 		trace_sqcq_teardown(dev->shost->host_no, "device reset");
-	WRITE_ONCE(dev->state, SQCQ_STATE_OFF);
+	WRITE_ONCE(dev->state, VIRTSCSI_STATE_OFF);
 	mutex_unlock(&dev->virtscsi_lock);
 	/* Nothing can queue it now: no callback, submitter or poller is left. */
 	cancel_work_sync(&dev->stop_work);
@@ -2810,9 +2814,9 @@ static int virtscsi_info_show(struct seq_file *m, void *v)
 	enum virtscsi_state state = READ_ONCE(dev->state);
 	const char *why = READ_ONCE(dev->classic_why);
 
-	seq_printf(m, "mode: %s\n", state == SQCQ_STATE_ON ? "sqcq" : "classic");
-	seq_printf(m, "sqcq_state: %s\n", state == SQCQ_STATE_ON ? "on" :
-		   state == SQCQ_STATE_STOPPED ? "stopped" : "off");
+	seq_printf(m, "mode: %s\n", state == VIRTSCSI_STATE_ON ? "sqcq" : "classic");
+	seq_printf(m, "sqcq_state: %s\n", state == VIRTSCSI_STATE_ON ? "on" :
+		   state == VIRTSCSI_STATE_STOPPED ? "stopped" : "off");
 	seq_printf(m, "classic_why: %s\n", why ? why : "-");
 	seq_printf(m, "host_flags: %#x\n", dev->host_flags);
 	seq_printf(m, "area_addr: %#llx\n",
@@ -2894,7 +2898,7 @@ static ssize_t sqcq_mode_show(struct device *d, struct device_attribute *attr,
 			      char *buf)
 {
 	return sysfs_emit(buf, "%s\n",
-			  READ_ONCE(virtscsi_sysfs_dev(d)->state) == SQCQ_STATE_ON ?
+			  READ_ONCE(virtscsi_sysfs_dev(d)->state) == VIRTSCSI_STATE_ON ?
 			  "sqcq" : "classic");
 }
 static DEVICE_ATTR_RO(sqcq_mode);
@@ -2906,7 +2910,7 @@ static ssize_t sqcq_classic_why_show(struct device *d,
 	struct virtscsi_dev *dev = virtscsi_sysfs_dev(d);
 	const char *why = READ_ONCE(dev->classic_why);
 
-	if (READ_ONCE(dev->state) == SQCQ_STATE_ON || !why)
+	if (READ_ONCE(dev->state) == VIRTSCSI_STATE_ON || !why)
 		why = "-";
 	return sysfs_emit(buf, "%s\n", why);
 }
@@ -2931,7 +2935,7 @@ static ssize_t name##_show(struct device *d,				\
 	u64 sum = 0;							\
 									\
 	for (i = 0; i < dev->nr_req; i++)				\
-		if (!(poll_only) || dev->req[i].kind == SQCQ_KIND_POLL)	\
+		if (!(poll_only) || dev->req[i].kind == VIRTSCSI_VQ_KIND_POLL)	\
 			sum += READ_ONCE(dev->req[i].st.field);		\
 	return sysfs_emit(buf, "%llu\n", sum);				\
 }									\
@@ -3079,12 +3083,12 @@ static void virtscsi_init_dev(struct virtscsi_dev *dev, struct Scsi_Host *shost,
 	mutex_init(&dev->virtscsi_lock);
 	INIT_WORK(&dev->stop_work, virtscsi_stop_work);
 	INIT_DELAYED_WORK(&dev->renego_work, virtscsi_renego_work);
-	virtscsi_init_vq(dev, &dev->ctrl, SQCQ_KIND_CTRL, "control");
-	virtscsi_init_vq(dev, &dev->event, SQCQ_KIND_EVENT, "event");
+	virtscsi_init_vq(dev, &dev->ctrl, VIRTSCSI_VQ_KIND_CTRL, "control");
+	virtscsi_init_vq(dev, &dev->event, VIRTSCSI_VQ_KIND_EVENT, "event");
 	for (i = 0; i < nr_req; i++) {
 		snprintf(name, sizeof(name), "request%u", i);
 		virtscsi_init_vq(dev, &dev->req[i], i < dev->nr_irq ?
-			     SQCQ_KIND_IRQ : SQCQ_KIND_POLL, name);
+			     VIRTSCSI_VQ_KIND_IRQ : VIRTSCSI_VQ_KIND_POLL, name);
 	}
 	for (i = 0; i < SQCQ_NR_EVENTS; i++) {
 		dev->events[i].dev = dev;

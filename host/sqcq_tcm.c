@@ -212,7 +212,7 @@ static u32 vhost_scsi_cmd_reply(struct vhost_req *req, u8 response)
 {
 	struct virtio_scsi_cmd_resp resp = { .response = response };
 
-	return vhost_req_copy_to(req, 0, &resp, min(req->in_len, sizeof(resp)));
+	return vhc_req_copy_to(req, 0, &resp, min(req->in_len, sizeof(resp)));
 }
 
 static u32 vhost_scsi_cmd_reject(struct vhost_vq *vq, struct vhost_req *req,
@@ -236,7 +236,7 @@ static u32 vhost_scsi_cmd_invalid_field(struct vhost_req *req)
 	resp.sense[2] = ILLEGAL_REQUEST;
 	resp.sense[7] = 10;		/* additional sense length */
 	resp.sense[12] = 0x24;		/* INVALID FIELD IN CDB */
-	return vhost_req_copy_to(req, 0, &resp, min(req->in_len, sizeof(resp)));
+	return vhc_req_copy_to(req, 0, &resp, min(req->in_len, sizeof(resp)));
 }
 
 /* The same for a command whose buffers contradict its CDB. */
@@ -557,7 +557,7 @@ static struct vhost_scsi_cmd *vhost_scsi_cmd_alloc(struct vhost_vq *vq,
 	if (!cmd)
 		return NULL;
 	cmd->wlog = (struct vhost_log_range *)&cmd->resp_iov[k];
-	cmd->wlog_cnt = vhost_req_in_ranges(req, cmd->wlog);
+	cmd->wlog_cnt = vhc_req_in_ranges(req, cmd->wlog);
 	/* High-water mark for debugfs (racy between queues: a statistic). */
 	if (++s->vq_inflight[vq->index] > READ_ONCE(s->inflight_max))
 		WRITE_ONCE(s->inflight_max, s->vq_inflight[vq->index]);
@@ -663,7 +663,7 @@ u32 vhost_scsi_cmd_one(struct vhost_vq *vq, struct vhost_req *req)
 	lockdep_assert_held(&s->ep_rwsem);
 
 	if (req->out_len < hdr || req->in_len < rsp ||
-	    vhost_req_copy_from(req, &vreq, hdr) != hdr)
+	    vhc_req_copy_from(req, &vreq, hdr) != hdr)
 		return vhost_scsi_cmd_reject(vq, req, VIRTIO_SCSI_S_FAILURE,
 				       "request or response header too short");
 	sess = vhost_scsi_target_sess(s, vhost_scsi_lun_decode(vreq.lun, &lun));
@@ -737,7 +737,7 @@ static u32 vhost_scsi_tmf_reply(struct vhost_req *req, u8 response)
 {
 	struct virtio_scsi_ctrl_tmf_resp resp = { .response = response };
 
-	return vhost_req_copy_to(req, 0, &resp, sizeof(resp));
+	return vhc_req_copy_to(req, 0, &resp, sizeof(resp));
 }
 
 /*
@@ -822,7 +822,7 @@ static u32 vhost_scsi_cmd_write_resp(struct vhost_scsi_cmd *cmd)
 			.response = cmd->tmf_response,
 		};
 
-		return vhost_req_copy_to(&where, 0, &tr, sizeof(tr));
+		return vhc_req_copy_to(&where, 0, &tr, sizeof(tr));
 	}
 	if (cmd->aborted) {
 		resp.response = VIRTIO_SCSI_S_ABORTED;
@@ -838,7 +838,7 @@ static u32 vhost_scsi_cmd_write_resp(struct vhost_scsi_cmd *cmd)
 			     min(sizeof(resp.sense), sizeof(cmd->sense))));
 		resp.response = VIRTIO_SCSI_S_OK;
 	}
-	len = vhost_req_copy_to(&where, 0, &resp, sizeof(resp));
+	len = vhc_req_copy_to(&where, 0, &resp, sizeof(resp));
 	/* Data only when the core sent it (not with a CHECK CONDITION). */
 	if (cmd->data_in && cmd->data_sent && !cmd->aborted &&
 	    resid < cmd->data_len)
@@ -865,8 +865,8 @@ static unsigned int vhost_sqcq_complete_one_vq(struct vhost_vq *vq)
 			u32 len = vhost_scsi_cmd_write_resp(cmd);
 
 			/* Data and response written: log, then publish. */
-			if (!vhost_vq_log_ranges(vq, cmd->wlog, cmd->wlog_cnt) &&
-			    !vhost_vq_push_used(vq, cmd->head, len))
+			if (!vhc_vq_log_ranges(vq, cmd->wlog, cmd->wlog_cnt) &&
+			    !vhc_vq_push_used(vq, cmd->head, len))
 				pushed++;
 		}
 		vhost_scsi_cmd_free(cmd);
@@ -875,7 +875,7 @@ static unsigned int vhost_sqcq_complete_one_vq(struct vhost_vq *vq)
 			cond_resched();
 	}
 	if (pushed && !vq->broken)
-		vhost_vq_notify(vq);
+		vhc_vq_notify(vq);
 	return pushed;
 }
 
@@ -954,11 +954,11 @@ static void vhost_scsi_release_cmd(struct se_cmd *se_cmd)
 	 *
 	 * llist_add() is a full barrier, so the worker that takes the list
 	 * sees every field written above; the wakeup pairs with the bit
-	 * test in the worker loop (vhost_vq_queue_work()).
+	 * test in the worker loop (vhc_vq_queue_work()).
 	 */
 	rcu_read_lock();
 	llist_add(&cmd->done_node, &s->done[vq->index]);
-	vhost_vq_queue_work(vq);
+	vhc_vq_queue_work(vq);
 	rcu_read_unlock();
 }
 
@@ -1058,7 +1058,7 @@ void vhost_scsi_set_events_missed(struct vhost_scsi *s, bool missed)
 	s->events_missed = missed;
 	spin_unlock(&s->evt_lock);
 	if (missed)
-		vhost_vq_queue_work(&s->vdev.vqs[SQCQ_EVT_VQ]);
+		vhc_vq_queue_work(&s->vdev.vqs[SQCQ_EVT_VQ]);
 }
 
 bool vhost_scsi_get_events_missed(struct vhost_scsi *s)
@@ -1091,7 +1091,7 @@ static void vhost_scsi_lun_event(struct vhost_scsi *s, struct vhost_scsi_tpg *tp
 	struct vhost_scsi_evt *e;
 
 	lockdep_assert_held(&tpg->port_lock);
-	if (!vhost_dev_has_feature(&s->vdev, VIRTIO_SCSI_F_HOTPLUG))
+	if (!vhc_dev_has_feature(&s->vdev, VIRTIO_SCSI_F_HOTPLUG))
 		return;
 	e = kzalloc(sizeof(*e), GFP_KERNEL_ACCOUNT);
 	spin_lock(&s->evt_lock);
@@ -1107,7 +1107,7 @@ static void vhost_scsi_lun_event(struct vhost_scsi *s, struct vhost_scsi_tpg *tp
 		s->evt_count++;
 		spin_unlock(&s->evt_lock);
 	}
-	vhost_vq_queue_work(&s->vdev.vqs[SQCQ_EVT_VQ]);
+	vhc_vq_queue_work(&s->vdev.vqs[SQCQ_EVT_VQ]);
 }
 
 /*
@@ -1135,7 +1135,7 @@ void vhost_scsi_handle_evt(struct vhost_vq *vq)
 		 * this queue's mutex, for ever.
 		 */
 		if (served++ >= SQCQ_VQ_WEIGHT) {
-			vhost_vq_queue_work(vq);
+			vhc_vq_queue_work(vq);
 			break;
 		}
 		spin_lock(&s->evt_lock);
@@ -1147,18 +1147,18 @@ void vhost_scsi_handle_evt(struct vhost_vq *vq)
 		}
 		spin_unlock(&s->evt_lock);
 
-		ret = vhost_vq_pop(vq, &req);
+		ret = vhc_vq_pop(vq, &req);
 		if (ret < 0)
 			break;
 		if (!ret) {
-			if (vhost_vq_enable_kicks(vq))
+			if (vhc_vq_enable_kicks(vq))
 				continue;
 			break;
 		}
 		if (req.in_len < sizeof(ev)) {
 			pr_warn_ratelimited("dev%d: event buffer of %zu bytes is too small\n",
 					    s->id, req.in_len);
-			if (!vhost_vq_push_used(vq, req.head, 0))
+			if (!vhc_vq_push_used(vq, req.head, 0))
 				pushed++;
 			continue;
 		}
@@ -1179,15 +1179,15 @@ void vhost_scsi_handle_evt(struct vhost_vq *vq)
 		spin_unlock(&s->evt_lock);
 		kfree(e);
 
-		len = vhost_req_copy_to(&req, 0, &ev, sizeof(ev));
-		if (vhost_vq_log_req(vq, &req) ||
-		    vhost_vq_push_used(vq, req.head, len))
+		len = vhc_req_copy_to(&req, 0, &ev, sizeof(ev));
+		if (vhc_vq_log_req(vq, &req) ||
+		    vhc_vq_push_used(vq, req.head, len))
 			break;
 		pushed++;
 		atomic64_inc(&s->stat_events);
 	}
 	if (pushed && !vq->broken)
-		vhost_vq_notify(vq);
+		vhc_vq_notify(vq);
 }
 
 /* ------------------------------------------------------------------ */
@@ -1388,7 +1388,7 @@ int vhost_scsi_set_endpoint(struct vhost_scsi *s, const struct vhost_scsi_target
 	/* Requests may have waited for the targets (ep_paused). */
 	for (i = SQCQ_CTRL_VQ; i < s->vdev.nvqs; i++)
 		if (i != SQCQ_EVT_VQ && READ_ONCE(s->vdev.vqs[i].running))
-			vhost_vq_queue_work(&s->vdev.vqs[i]);
+			vhc_vq_queue_work(&s->vdev.vqs[i]);
 	return 0;
 }
 
@@ -1398,7 +1398,7 @@ int vhost_scsi_clear_endpoint(struct vhost_scsi *s, const struct vhost_scsi_targ
 	if (!s->ep_set) {
 		/* QEMU clears at every stop, also when nothing was bound. */
 		vhost_scsi_ep_unlock(s);
-		vhost_dev_stop_doorbells(&s->vdev, "endpoint cleared");
+		vhc_dev_stop_doorbells(&s->vdev, "endpoint cleared");
 		return 0;
 	}
 	if (strcmp(s->ep_wwpn, t->vhost_wwpn)) {
@@ -1414,7 +1414,7 @@ int vhost_scsi_clear_endpoint(struct vhost_scsi *s, const struct vhost_scsi_targ
 	 * this detach is refused (vhost_scsi_ctrl_sqcq()), one served before is
 	 * removed by it.
 	 */
-	vhost_dev_stop_doorbells(&s->vdev, "endpoint cleared");
+	vhc_dev_stop_doorbells(&s->vdev, "endpoint cleared");
 	vhost_scsi_endpoint_release(s);
 	vhost_dev_log(&s->vdev, KERN_INFO, "dev%d: endpoint %s cleared\n",
 		      s->id, t->vhost_wwpn);

@@ -79,15 +79,15 @@ struct vhost_umem {
 struct vhost_dev;
 struct vhost_poll_group;
 struct sqcq_area;
-struct vring_sq;
-struct vring_cq;
+struct sqcq_sq;
+struct sqcq_cq;
 
 /*
  * A guest's SQ/CQ doorbell area, pinned and mapped into the kernel
  * (host/vhost_sqcq.c).  Owned by the device; installed and removed with
  * vhost_dev.poll_lock held.
  */
-struct vhost_doorbells {
+struct vhost_sqcq {
 	struct page **pages;
 	unsigned int npages;
 	void *vaddr;			/* vmap() of the pages */
@@ -185,15 +185,15 @@ struct vhost_vq {
 	 * SQ/CQ doorbells of this queue, NULL in classic mode.  Written with
 	 * dev->poll_lock held; the poll thread reads them under it (it holds
 	 * it for each loop pass), the queue's worker, if another, reads cq
-	 * under RCU (vhost_vq_notify()).
+	 * under RCU (vhc_vq_notify()).
 	 */
-	struct vring_sq *sq;
-	struct vring_cq *cq;
+	struct sqcq_sq *sq;
+	struct sqcq_cq *cq;
 	/*
 	 * The guest does not poll this queue's CQ (no SQCQ_F_CQ_POLL): a
 	 * completion it wants an interrupt for still follows its used_event
 	 * or NO_INTERRUPT, as in classic mode.  Written before the release
-	 * store of cq, read after the acquire load (vhost_vq_notify()).
+	 * store of cq, read after the acquire load (vhc_vq_notify()).
 	 */
 	bool cq_by_irq;
 	u16 sq_seen;			/* SQ index the poller last acted on */
@@ -237,15 +237,15 @@ struct vhost_sqcq_ops {
 	void (*place_worker)(struct vhost_worker *w);
 	/* vhost_sqcq_poll_run(): the default worker while SQs are polled. */
 	void (*poll_run)(struct vhost_worker *w);
-	/* vhost_doorbells_kicked(): from the kick's wakeup, RCU read side. */
-	void (*kicked)(struct vring_sq *sq);
-	/* vhost_doorbells_publish_cq(): from vhost_vq_notify(). */
-	bool (*publish_cq)(struct vhost_vq *vq, struct vring_cq *cq);
-	/* __vhost_doorbells_detach(): poll_lock held. */
+	/* vhost_sqcq_kicked(): from the kick's wakeup, RCU read side. */
+	void (*kicked)(struct sqcq_sq *sq);
+	/* vhost_sqcq_publish_cq(): from vhc_vq_notify(). */
+	bool (*publish_cq)(struct vhost_vq *vq, struct sqcq_cq *cq);
+	/* __vhost_sqcq_detach(): poll_lock held. */
 	bool (*detach)(struct vhost_dev *dev, const char *why);
-	/* vhost_doorbells_cover(): poll_lock held. */
+	/* vhost_sqcq_cover(): poll_lock held. */
 	bool (*cover)(struct vhost_dev *dev, const struct vhost_vq *vq);
-	/* vhost_doorbells_revalidate(): after a new memory table. */
+	/* vhost_sqcq_revalidate(): after a new memory table. */
 	void (*revalidate)(struct vhost_dev *dev,
 			   const struct vhost_umem *umem);
 };
@@ -266,7 +266,7 @@ struct vhost_dev {
 	 */
 	struct vhost_worker **workers;
 	bool owner_task;		/* workers are vhost_tasks of the owner */
-	struct work_struct reap_work;	/* a worker was killed: vhost_worker_reap() */
+	struct work_struct reap_work;	/* a worker was killed: vhc_worker_reap() */
 	struct task_struct *owner;	/* SET_OWNER's caller, referenced */
 
 	u64 features;			/* acked by SET_FEATURES */
@@ -295,7 +295,7 @@ struct vhost_dev {
 	 * poll_lock while holding a vq->mutex.
 	 */
 	struct mutex poll_lock;
-	struct vhost_doorbells *db;	/* NULL: classic */
+	struct vhost_sqcq *db;	/* NULL: classic */
 	unsigned int poll_key;		/* picks the CPU of poll_cpu (device number) */
 	/*
 	 * The device's own poll CPUs (its TPG's attrib/poll_cpu, set by the
@@ -322,42 +322,42 @@ struct vhost_dev {
 	u64 stat_sleep_why[SQCQ_SLEEP_NR];	/* sleeps by reason */
 };
 
-int vhost_dev_init(struct vhost_dev *dev, unsigned int nvqs,
-		   const struct vhost_dev_ops *ops, void *priv);
+int vhc_dev_init(struct vhost_dev *dev, unsigned int nvqs,
+		 const struct vhost_dev_ops *ops, void *priv);
 /* Drop everything (owner, worker, rings, eventfds, table); for release. */
-void vhost_dev_cleanup(struct vhost_dev *dev);
+void vhc_dev_cleanup(struct vhost_dev *dev);
 
 /*
  * Generic vhost ioctls.  Returns -ENOIOCTLCMD for a command this core does
  * not know, so the device can try its own.  Takes dev->mutex itself.
  */
-long vhost_dev_ioctl(struct vhost_dev *dev, unsigned int cmd,
-		     void __user *argp);
+long vhc_dev_ioctl(struct vhost_dev *dev, unsigned int cmd,
+		   void __user *argp);
 /* 0 when the caller owns @dev; -EPERM otherwise.  dev->mutex held. */
-int vhost_dev_check_owner(struct vhost_dev *dev);
-bool vhost_dev_any_running(struct vhost_dev *dev);
+int vhc_dev_check_owner(struct vhost_dev *dev);
+bool vhc_dev_any_running(struct vhost_dev *dev);
 
 /* Whether the worker must leave the poll loop (stop, or a fatal signal). */
-bool vhost_worker_should_stop(struct vhost_worker *w);
+bool vhc_worker_should_stop(struct vhost_worker *w);
 /*
  * Whether @vq is served by the default worker, the poll thread.  vq->mutex
  * or poll_lock held.
  */
-bool vhost_vq_on_poller(struct vhost_vq *vq);
+bool vhc_vq_on_poller(struct vhost_vq *vq);
 /* The id of @vq's worker (0: the default one), -1 for none.  Any context. */
-int vhost_vq_worker_id(struct vhost_vq *vq);
+int vhc_vq_worker_id(struct vhost_vq *vq);
 /*
  * Into @mask: the CPUs a worker runs on when poll_cpu binds it nowhere --
  * where its owner may run now (its cpuset and affinity as they are, not
  * as they were at SET_OWNER), within the housekeeping CPUs for a kthread.
  */
-void vhost_worker_unbound_cpus(struct vhost_dev *dev, struct cpumask *mask);
+void vhc_worker_unbound_cpus(struct vhost_dev *dev, struct cpumask *mask);
 
 /* Features the core and the device offer (split ring only). */
 u64 vhost_dev_offered_features(const struct vhost_dev *dev);
 
-static inline bool vhost_dev_has_feature(struct vhost_dev *dev,
-					 unsigned int bit)
+static inline bool vhc_dev_has_feature(struct vhost_dev *dev,
+				       unsigned int bit)
 {
 	return READ_ONCE(dev->features) & BIT_ULL(bit);
 }
@@ -368,19 +368,19 @@ static inline bool vhost_dev_has_feature(struct vhost_dev *dev,
  * Pop the next request.  Returns 1 with @req filled, 0 when the ring is
  * empty, or a negative errno after marking the ring broken.
  */
-int vhost_vq_pop(struct vhost_vq *vq, struct vhost_req *req);
+int vhc_vq_pop(struct vhost_vq *vq, struct vhost_req *req);
 /* Publish one used entry (no signal). */
-int vhost_vq_push_used(struct vhost_vq *vq, u16 head, u32 len);
+int vhc_vq_push_used(struct vhost_vq *vq, u16 head, u32 len);
 /* Signal the call eventfd if the driver wants it (the ONE decision point). */
-void vhost_vq_notify(struct vhost_vq *vq);
+void vhc_vq_notify(struct vhost_vq *vq);
 /* Suppress kicks while serving the ring. */
-void vhost_vq_disable_kicks(struct vhost_vq *vq);
+void vhc_vq_disable_kicks(struct vhost_vq *vq);
 /* Ask for kicks again; true when the ring gained entries meanwhile. */
-bool vhost_vq_enable_kicks(struct vhost_vq *vq);
+bool vhc_vq_enable_kicks(struct vhost_vq *vq);
 /* Queue @vq for the worker (as a kick would). */
-void vhost_vq_queue_work(struct vhost_vq *vq);
+void vhc_vq_queue_work(struct vhost_vq *vq);
 /* Mark the ring broken and signal the err eventfd. */
-void vhost_vq_fail(struct vhost_vq *vq, const char *why);
+void vhc_vq_fail(struct vhost_vq *vq, const char *why);
 
 /*
  * Lines a guest or a VMM can trigger at will (SQ/CQ negotiated, refused or
@@ -411,7 +411,7 @@ extern struct ratelimit_state vhost_lifecycle_rs;
 #define SQCQ_REQ_ASYNC	U32_MAX
 
 /**
- * vhost_vq_serve_sync() - serve a ring with a per-request handler
+ * vhc_vq_serve_sync() - serve a ring with a per-request handler
  * @vq: the ring; vq->mutex held (the worker, from handle_vq())
  * @one: handles one popped request and returns the bytes it wrote to the
  *       request's writable part, or %SQCQ_REQ_ASYNC when the request
@@ -420,13 +420,13 @@ extern struct ratelimit_state vhost_lifecycle_rs;
  *
  * Handles kick suppression, the weight limit and the call signal.
  */
-void vhost_vq_serve_sync(struct vhost_vq *vq,
-			 u32 (*one)(struct vhost_vq *vq, struct vhost_req *req));
+void vhc_vq_serve_sync(struct vhost_vq *vq,
+		       u32 (*one)(struct vhost_vq *vq, struct vhost_req *req));
 
 /* ---- SQ/CQ doorbells (host/vhost_sqcq.c) ---- */
 
 /**
- * __vhost_doorbells_attach() - install a guest's doorbell area
+ * __vhost_sqcq_attach() - install a guest's doorbell area
  * @dev: the device; poll_lock held (the worker, serving the control queue)
  * @umem: the memory table of the queue the setup request came on
  * @gpa: the area's guest address; [@gpa, @gpa + @len) must lie in one
@@ -442,21 +442,21 @@ void vhost_vq_serve_sync(struct vhost_vq *vq,
  *
  * Return: an SQCQ_S_* status.
  */
-int __vhost_doorbells_attach(struct vhost_dev *dev,
-			     const struct vhost_umem *umem, u64 gpa, u32 len,
-			    unsigned int first_vq, unsigned int nq,
-			    u32 flags);
+int __vhost_sqcq_attach(struct vhost_dev *dev,
+			const struct vhost_umem *umem, u64 gpa, u32 len,
+			unsigned int first_vq, unsigned int nq,
+			u32 flags);
 /**
- * vhost_doorbells_kicked() - a kick arrived for a ring with an SQ doorbell
+ * vhost_sqcq_kicked() - a kick arrived for a ring with an SQ doorbell
  * @sq: the ring's SQ doorbell (vq->sq), read under an RCU read section
  *
  * Called by the kick eventfd's wakeup callback before it wakes anyone:
  * withdraws SQ NEED_WAKEUP so that the guest stops kicking while the wakeup
  * is on its way.  See the function for the ordering it needs.
  */
-void vhost_doorbells_kicked(struct vring_sq *sq);
+void vhost_sqcq_kicked(struct sqcq_sq *sq);
 /**
- * __vhost_doorbells_detach() - stop polling for good and unmap the area
+ * __vhost_sqcq_detach() - stop polling for good and unmap the area
  * @dev: the device; poll_lock held
  * @why: for the log line
  *
@@ -465,17 +465,17 @@ void vhost_doorbells_kicked(struct vring_sq *sq);
  *
  * Return: false when no area was installed.
  */
-bool __vhost_doorbells_detach(struct vhost_dev *dev, const char *why);
+bool __vhost_sqcq_detach(struct vhost_dev *dev, const char *why);
 /*
  * The same from any context that holds no vq->mutex (host/vhost_core.c,
  * through the ops).
  */
-void vhost_dev_stop_doorbells(struct vhost_dev *dev, const char *why);
+void vhc_dev_stop_doorbells(struct vhost_dev *dev, const char *why);
 /* Whether @vq is polled through the area; poll_lock held. */
-bool vhost_doorbells_cover(struct vhost_dev *dev, const struct vhost_vq *vq);
+bool vhost_sqcq_cover(struct vhost_dev *dev, const struct vhost_vq *vq);
 /* After a new memory table: keep the area only if it still maps the same. */
-void vhost_doorbells_revalidate(struct vhost_dev *dev,
-				const struct vhost_umem *umem);
+void vhost_sqcq_revalidate(struct vhost_dev *dev,
+			   const struct vhost_umem *umem);
 /**
  * vhost_sqcq_poll_run() - the SQ/CQ poll loop of a device's default worker
  * @w: the default worker (the caller), without poll_lock
@@ -511,34 +511,34 @@ extern const struct vhost_sqcq_ops vhost_sqcq_ops;
  * parked on it (host/vhost_sqcq.c).  Stopped at module exit, when no
  * device is left.
  */
-void vhost_poll_groups_exit(void);
-void vhost_poll_groups_show(struct seq_file *m);
+void vhc_poll_groups_exit(void);
+void vhc_poll_groups_show(struct seq_file *m);
 /* Wake worker @w (a kick, or the shared poller handing a device back). */
-void vhost_worker_wake(struct vhost_worker *w);
+void vhc_worker_wake(struct vhost_worker *w);
 /**
- * vhost_doorbells_publish_cq() - publish a ring's CQ doorbell
+ * vhost_sqcq_publish_cq() - publish a ring's CQ doorbell
  * @vq: the ring, vq->mutex held; its used ring is written
- * @cq: its CQ doorbell, read once (see vhost_vq_notify())
+ * @cq: its CQ doorbell, read once (see vhc_vq_notify())
  *
- * The completion side of the handshake, from vhost_vq_notify().
+ * The completion side of the handshake, from vhc_vq_notify().
  *
  * Return: true when the guest's poller asked for an interrupt.
  */
-bool vhost_doorbells_publish_cq(struct vhost_vq *vq, struct vring_cq *cq);
-const struct vhost_mem_region *vhost_umem_lookup(const struct vhost_umem *umem,
-						 u64 gpa);
+bool vhost_sqcq_publish_cq(struct vhost_vq *vq, struct sqcq_cq *cq);
+const struct vhost_mem_region *vhc_umem_lookup(const struct vhost_umem *umem,
+					       u64 gpa);
 /*
  * Serve @vq as worker @w (NULL: the reaper, for stopped rings only).  A
  * queue that moved to another worker meanwhile is left to that one.
  */
-void vhost_worker_serve(struct vhost_vq *vq, struct vhost_worker *w);
+void vhc_worker_serve(struct vhost_vq *vq, struct vhost_worker *w);
 /*
  * Worker @w (poll_lock held for the default one): serve each of its
  * pending queues; true if any.
  */
-bool vhost_worker_serve_pending(struct vhost_worker *w);
+bool vhc_worker_serve_pending(struct vhost_worker *w);
 /* Whether a queue of @w is pending (a kick or a completion not served yet). */
-bool vhost_worker_has_pending(struct vhost_worker *w);
+bool vhc_worker_has_pending(struct vhost_worker *w);
 
 /* ---- dirty logging (host/vhost_log.c; the rings' part in vhost_core.c) ---- */
 
@@ -551,7 +551,7 @@ struct vhost_used_elem {
 	__le32 len;
 };
 
-static inline size_t vhost_used_bytes(unsigned int num)
+static inline size_t vhc_used_bytes(unsigned int num)
 {
 	return 4 + sizeof(struct vhost_used_elem) * (size_t)num + 2;
 }
@@ -561,50 +561,50 @@ static inline size_t vhost_used_bytes(unsigned int num)
  * bits inside user memory at log base @base (0: no log, always true).
  * dev->mutex held.
  */
-bool vhost_log_covers(struct vhost_dev *dev, const struct vhost_umem *umem,
-		      u64 base);
+bool vhc_log_covers(struct vhost_dev *dev, const struct vhost_umem *umem,
+		    u64 base);
 /* Whether [@gpa, @gpa + @len) has its bits in user memory at @base. */
-bool vhost_log_range_ok(u64 base, u64 gpa, u64 len);
+bool vhc_log_range_ok(u64 base, u64 gpa, u64 len);
 /*
  * Set the bits of guest range [@gpa, @gpa + @len) in the bitmap at @base,
  * after the host's write to it, in the caller's mm.  0 or -EFAULT (a log
  * page not mapped writable, or a range that wraps).
  */
-int vhost_log_mark(u64 base, u64 gpa, u64 len);
+int vhc_log_mark(u64 base, u64 gpa, u64 len);
 /* Whether the device logs now: a log base and LOG_ALL.  Any context. */
-bool vhost_dev_logging(const struct vhost_dev *dev);
+bool vhc_dev_logging(const struct vhost_dev *dev);
 /* VHOST_SET_LOG_BASE and VHOST_SET_LOG_FD; dev->mutex held, the owner. */
-long vhost_dev_set_log_base(struct vhost_dev *dev, u64 base);
-long vhost_dev_set_log_fd(struct vhost_dev *dev, int fd);
+long vhc_dev_set_log_base(struct vhost_dev *dev, u64 base);
+long vhc_dev_set_log_fd(struct vhost_dev *dev, int fd);
 /*
  * The host wrote guest range [@gpa, @gpa + @len): set its bits in the
  * dirty log if logging is on.  vq->mutex held, in the owner's mm.  A log
  * that cannot be written fails the ring (a page left out would reach the
  * destination stale).  Returns 0 or -EFAULT.
  */
-int vhost_vq_log_write(struct vhost_vq *vq, u64 gpa, u64 len);
-int vhost_vq_log_ranges(struct vhost_vq *vq, const struct vhost_log_range *r,
-			unsigned int n);
+int vhc_vq_log_write(struct vhost_vq *vq, u64 gpa, u64 len);
+int vhc_vq_log_ranges(struct vhost_vq *vq, const struct vhost_log_range *r,
+		      unsigned int n);
 /* The writable part of @req, all of it; vq->mutex held. */
-int vhost_vq_log_req(struct vhost_vq *vq, const struct vhost_req *req);
+int vhc_vq_log_req(struct vhost_vq *vq, const struct vhost_req *req);
 /* Used ring bytes [@offset, @offset + @len), if the ring is logged. */
-int vhost_vq_log_used(struct vhost_vq *vq, u64 offset, u64 len);
+int vhc_vq_log_used(struct vhost_vq *vq, u64 offset, u64 len);
 /*
  * Into @out (room for req->in_cnt entries): the writable part of @req as
  * guest ranges, adjacent ones merged.  Returns how many.
  */
-unsigned int vhost_req_in_ranges(const struct vhost_req *req,
-				 struct vhost_log_range *out);
+unsigned int vhc_req_in_ranges(const struct vhost_req *req,
+			       struct vhost_log_range *out);
 /*
  * The doorbell area [@gpa, @gpa + @len) after the host's last write to
  * it; poll_lock held.  Only in the owner's mm (an ioctl or a worker).
  */
-void vhost_dev_log_area(struct vhost_dev *dev, u64 gpa, u64 len);
+void vhc_dev_log_area(struct vhost_dev *dev, u64 gpa, u64 len);
 
 /* Copy between a request's segments and a kernel buffer. */
-size_t vhost_req_copy_from(const struct vhost_req *req, void *buf,
-			   size_t len);
-size_t vhost_req_copy_to(const struct vhost_req *req, size_t offset,
-			 const void *buf, size_t len);
+size_t vhc_req_copy_from(const struct vhost_req *req, void *buf,
+			 size_t len);
+size_t vhc_req_copy_to(const struct vhost_req *req, size_t offset,
+		       const void *buf, size_t len);
 
 #endif /* SQCQ_VHOST_H */

@@ -53,7 +53,7 @@ struct vhost_desc {
 	__le16 next;
 };
 
-static size_t vhost_avail_bytes(unsigned int num)
+static size_t vhc_avail_bytes(unsigned int num)
 {
 	return 4 + 2 * (size_t)num + 2;
 }
@@ -88,7 +88,7 @@ static __le16 __user *vhost_used_idx(struct vhost_vq *vq)
 	return vq->used + 2;
 }
 
-static void __user *vhost_used_entry(struct vhost_vq *vq, u16 idx)
+static void __user *vhc_used_entry(struct vhost_vq *vq, u16 idx)
 {
 	return vq->used + 4 +
 	       sizeof(struct vhost_used_elem) * (idx & (vq->num - 1));
@@ -135,7 +135,7 @@ vhost_umem_find(const struct vhost_umem *umem, u64 gpa)
  * True when [@gpa, @gpa + @len) runs past 2^64: walked region by region it
  * would go on at guest-physical 0.
  */
-static bool vhost_gpa_wraps(u64 gpa, u64 len)
+static bool vhc_gpa_wraps(u64 gpa, u64 len)
 {
 	u64 last;
 
@@ -143,10 +143,10 @@ static bool vhost_gpa_wraps(u64 gpa, u64 len)
 }
 
 /* Copy @len bytes of guest memory at @gpa, across regions if need be. */
-static int vhost_copy_from_guest(struct vhost_vq *vq, void *buf, u64 gpa,
-				 size_t len)
+static int vhc_copy_from_guest(struct vhost_vq *vq, void *buf, u64 gpa,
+			       size_t len)
 {
-	if (vhost_gpa_wraps(gpa, len))
+	if (vhc_gpa_wraps(gpa, len))
 		return -EFAULT;
 	while (len) {
 		const struct vhost_mem_region *r = vhost_umem_find(vq->umem, gpa);
@@ -166,13 +166,13 @@ static int vhost_copy_from_guest(struct vhost_vq *vq, void *buf, u64 gpa,
 	return 0;
 }
 
-const struct vhost_mem_region *vhost_umem_lookup(const struct vhost_umem *umem,
-						 u64 gpa)
+const struct vhost_mem_region *vhc_umem_lookup(const struct vhost_umem *umem,
+					       u64 gpa)
 {
 	return vhost_umem_find(umem, gpa);
 }
 
-static int vhost_region_cmp(const void *a, const void *b)
+static int vhc_region_cmp(const void *a, const void *b)
 {
 	const struct vhost_mem_region *ra = a, *rb = b;
 
@@ -194,7 +194,7 @@ static int vhost_region_cmp(const void *a, const void *b)
  * guest ranges on the same user memory) are fine.  Zero regions is a valid,
  * empty table: every translation then fails.
  */
-static struct vhost_umem *vhost_umem_build(void __user *argp)
+static struct vhost_umem *vhc_umem_build(void __user *argp)
 {
 	struct vhost_memory_region *in = NULL;
 	struct vhost_memory hdr;
@@ -252,7 +252,7 @@ static struct vhost_umem *vhost_umem_build(void __user *argp)
 		umem->r[i].uaddr = v->userspace_addr;
 	}
 
-	sort(umem->r, umem->nregions, sizeof(umem->r[0]), vhost_region_cmp,
+	sort(umem->r, umem->nregions, sizeof(umem->r[0]), vhc_region_cmp,
 	     NULL);
 	for (i = 1; i < umem->nregions; i++) {
 		if (umem->r[i].gpa <= umem->r[i - 1].last) {
@@ -275,18 +275,18 @@ err:
 	return ERR_PTR(ret);
 }
 
-static long vhost_set_mem_table(struct vhost_dev *dev, void __user *argp)
+static long vhc_set_mem_table(struct vhost_dev *dev, void __user *argp)
 {
 	const struct vhost_umem *old = dev->umem;
 	struct vhost_umem *umem;
 	unsigned int i;
 
-	umem = vhost_umem_build(argp);
+	umem = vhc_umem_build(argp);
 	if (IS_ERR(umem))
 		return PTR_ERR(umem);
 	/* While logging, the log must hold the new table's bits too. */
-	if (vhost_dev_has_feature(dev, VHOST_F_LOG_ALL) &&
-	    !vhost_log_covers(dev, umem, dev->log_base)) {
+	if (vhc_dev_has_feature(dev, VHOST_F_LOG_ALL) &&
+	    !vhc_log_covers(dev, umem, dev->log_base)) {
 		vhost_dev_log(dev, KERN_WARNING, "owner %d: memory table refused: the dirty log at 0x%llx does not cover it\n",
 			      dev->owner_pid, dev->log_base);
 		kvfree(umem);
@@ -324,31 +324,31 @@ static long vhost_set_mem_table(struct vhost_dev *dev, void __user *argp)
  * state before testing the bits, either sees the bit or is woken.
  *
  * The RCU read section covers the worker: one that lost its last queue is
- * freed a grace period later (vhost_worker_destroy()), and one that died
- * with its owner (vhost_worker_killed()) waits for a grace period before
+ * freed a grace period later (vhc_worker_destroy()), and one that died
+ * with its owner (vhc_worker_killed()) waits for a grace period before
  * it exits, so whoever saw it here may still wake it.  From then on wakers
  * see the killed flag and queue the reaper instead.  Before SET_OWNER and
  * after a reset a queue has no worker and nothing is queued.
  */
-void vhost_vq_queue_work(struct vhost_vq *vq)
+void vhc_vq_queue_work(struct vhost_vq *vq)
 {
 	struct vhost_dev *dev = vq->dev;
 	struct vhost_worker *w;
 
 	rcu_read_lock();
-	/* Pairs with rcu_assign_pointer() in vhost_vq_set_worker(). */
+	/* Pairs with rcu_assign_pointer() in vhc_vq_set_worker(). */
 	w = rcu_dereference(vq->worker);
 	if (w && !test_and_set_bit(vq->index, w->pending)) {
-		/* Pairs with WRITE_ONCE() in vhost_worker_killed(). */
+		/* Pairs with WRITE_ONCE() in vhc_worker_killed(). */
 		if (READ_ONCE(w->killed))
 			queue_work(system_dfl_wq, &dev->reap_work);
 		else
-			vhost_worker_wake(w);
+			vhc_worker_wake(w);
 	}
 	rcu_read_unlock();
 }
 
-void vhost_worker_wake(struct vhost_worker *w)
+void vhc_worker_wake(struct vhost_worker *w)
 {
 	if (w->vtsk)
 		vhost_task_wake(w->vtsk);
@@ -356,7 +356,7 @@ void vhost_worker_wake(struct vhost_worker *w)
 		wake_up_process(w->kthread);
 }
 
-void vhost_worker_serve(struct vhost_vq *vq, struct vhost_worker *w)
+void vhc_worker_serve(struct vhost_vq *vq, struct vhost_worker *w)
 {
 	/* Excludes the vring ioctls: they see the ring idle or not running. */
 	mutex_lock(&vq->mutex);
@@ -368,7 +368,7 @@ void vhost_worker_serve(struct vhost_vq *vq, struct vhost_worker *w)
 		 * queue it again (a spare pass is harmless).
 		 */
 		mutex_unlock(&vq->mutex);
-		vhost_vq_queue_work(vq);
+		vhc_vq_queue_work(vq);
 		return;
 	}
 	if (vq->dev->ops->complete_vq)
@@ -382,13 +382,13 @@ void vhost_worker_serve(struct vhost_vq *vq, struct vhost_worker *w)
 	mutex_unlock(&vq->mutex);
 }
 
-bool vhost_worker_serve_pending(struct vhost_worker *w)
+bool vhc_worker_serve_pending(struct vhost_worker *w)
 {
 	struct vhost_dev *dev = w->dev;
 	bool served = false;
 	unsigned int i;
 
-	/* The poll thread serves under poll_lock: see vhost_vq_notify(). */
+	/* The poll thread serves under poll_lock: see vhc_vq_notify(). */
 	if (w->poller)
 		lockdep_assert_held(&dev->poll_lock);
 	for_each_set_bit(i, w->pending, dev->nvqs) {
@@ -396,19 +396,19 @@ bool vhost_worker_serve_pending(struct vhost_worker *w)
 			continue;
 		__set_current_state(TASK_RUNNING);
 		served = true;
-		vhost_worker_serve(&dev->vqs[i], w);
+		vhc_worker_serve(&dev->vqs[i], w);
 		/* 130 queues of a busy guest: not in one go. */
 		cond_resched();
 	}
 	return served;
 }
 
-bool vhost_worker_has_pending(struct vhost_worker *w)
+bool vhc_worker_has_pending(struct vhost_worker *w)
 {
 	return !bitmap_empty(w->pending, w->dev->nvqs);
 }
 
-bool vhost_vq_on_poller(struct vhost_vq *vq)
+bool vhc_vq_on_poller(struct vhost_vq *vq)
 {
 	struct vhost_worker *w;
 
@@ -418,7 +418,7 @@ bool vhost_vq_on_poller(struct vhost_vq *vq)
 	return w && w->poller;
 }
 
-int vhost_vq_worker_id(struct vhost_vq *vq)
+int vhc_vq_worker_id(struct vhost_vq *vq)
 {
 	struct vhost_worker *w;
 	int id;
@@ -434,18 +434,18 @@ int vhost_vq_worker_id(struct vhost_vq *vq)
 /*
  * A kick on polled @vq, served by a worker of its own, woke only that
  * worker: wake the device's poll thread, the default worker, too.  It is
- * found through a queue it serves, under RCU, as vhost_vq_queue_work()
+ * found through a queue it serves, under RCU, as vhc_vq_queue_work()
  * finds a queue's worker (the control queue is one while doorbells are
  * installed).  A killed one is left to the reaper.  Any context.
  */
-static void vhost_vq_wake_poller(struct vhost_vq *vq)
+static void vhc_vq_wake_poller(struct vhost_vq *vq)
 {
 	struct vhost_dev *dev = vq->dev;
 	struct vhost_worker *w;
 	unsigned int i;
 
 	rcu_read_lock();
-	/* Pairs with rcu_assign_pointer() in vhost_vq_set_worker(). */
+	/* Pairs with rcu_assign_pointer() in vhc_vq_set_worker(). */
 	w = rcu_dereference(vq->worker);
 	/* On the poll thread: the kick woke it already. */
 	if (w && !w->poller) {
@@ -453,9 +453,9 @@ static void vhost_vq_wake_poller(struct vhost_vq *vq)
 			w = rcu_dereference(dev->vqs[i].worker);
 			if (!w || !w->poller)
 				continue;
-			/* Pairs with WRITE_ONCE() in vhost_worker_killed(). */
+			/* Pairs with WRITE_ONCE() in vhc_worker_killed(). */
 			if (!READ_ONCE(w->killed))
-				vhost_worker_wake(w);
+				vhc_worker_wake(w);
 			break;
 		}
 	}
@@ -468,9 +468,9 @@ static void vhost_vq_wake_poller(struct vhost_vq *vq)
  * doorbells with SQ polling are installed, runs the poll loop instead
  * (vhost_sqcq_poll_run(), host/vhost_sqcq.c), which returns here when they
  * go.  The other workers never take poll_lock: the poll thread hands them
- * the doorbells of their queues that moved (vhost_vq_queue_work()), and
+ * the doorbells of their queues that moved (vhc_vq_queue_work()), and
  * they publish those queues' CQ doorbells inside an RCU read section
- * (vhost_vq_notify()).
+ * (vhc_vq_notify()).
  *
  * Where the kernel has vhost_task (6.11+), a worker is a thread of the
  * owner, as with the in-tree vhost: it runs in the owner's mm, shows in
@@ -478,13 +478,13 @@ static void vhost_vq_wake_poller(struct vhost_vq *vq)
  * with it.  Elsewhere it is a kthread that uses the owner's mm and is
  * attached to the owner's cgroups when it is created.
  *
- * vhost_worker_step() is one pass, for both: true when it served or
+ * vhc_worker_step() is one pass, for both: true when it served or
  * polled (call it again), false with the task state set to
  * TASK_INTERRUPTIBLE before the last test of the pending bits (schedule()).
  */
-static void vhost_dev_stop(struct vhost_dev *dev, const char *why);
+static void vhc_dev_stop(struct vhost_dev *dev, const char *why);
 
-static bool vhost_worker_step(void *data)
+static bool vhc_worker_step(void *data)
 {
 	struct vhost_worker *w = data;
 	struct vhost_dev *dev = w->dev;
@@ -495,15 +495,15 @@ static bool vhost_worker_step(void *data)
 	if (!w->poller) {
 		/* Before the task state: placing may sleep. */
 		dev->ops->sqcq->place_worker(w);
-		/* Task state before the bit tests: see vhost_vq_queue_work(). */
+		/* Task state before the bit tests: see vhc_vq_queue_work(). */
 		set_current_state(TASK_INTERRUPTIBLE);
-		served = vhost_worker_serve_pending(w);
+		served = vhc_worker_serve_pending(w);
 	} else {
 		/* Excludes doorbell removal while queues are served. */
 		mutex_lock(&dev->poll_lock);
-		/* Task state before the bit tests: see vhost_vq_queue_work(). */
+		/* Task state before the bit tests: see vhc_vq_queue_work(). */
 		set_current_state(TASK_INTERRUPTIBLE);
-		served = vhost_worker_serve_pending(w);
+		served = vhc_worker_serve_pending(w);
 		polling = dev->db && dev->db->sq_poll;
 		mutex_unlock(&dev->poll_lock);
 	}
@@ -530,8 +530,8 @@ static bool vhost_worker_step(void *data)
  * field and not set_active_memcg(), whose interrupt branch uses a per-CPU
  * variable 5.10 does not export.  Returns the reference to put next time.
  */
-static struct mem_cgroup *vhost_worker_charge_to(struct mm_struct *mm,
-						 struct mem_cgroup *prev)
+static struct mem_cgroup *vhc_worker_charge_to(struct mm_struct *mm,
+					       struct mem_cgroup *prev)
 {
 #ifdef CONFIG_MEMCG
 	struct mem_cgroup *memcg = get_mem_cgroup_from_mm(mm);
@@ -544,7 +544,7 @@ static struct mem_cgroup *vhost_worker_charge_to(struct mm_struct *mm,
 #endif
 }
 
-static int vhost_worker_kthread(void *data)
+static int vhc_worker_kthread(void *data)
 {
 	struct vhost_worker *w = data;
 	struct mm_struct *mm = w->dev->mm;
@@ -552,9 +552,9 @@ static int vhost_worker_kthread(void *data)
 
 	/* dev->mm is set before any worker starts and put after all stop. */
 	kthread_use_mm(mm);
-	memcg = vhost_worker_charge_to(mm, NULL);
+	memcg = vhc_worker_charge_to(mm, NULL);
 	while (!kthread_should_stop()) {
-		if (vhost_worker_step(w))
+		if (vhc_worker_step(w))
 			continue;
 		/* After the task state: a kthread_stop() now wakes us. */
 		if (kthread_should_stop()) {
@@ -562,7 +562,7 @@ static int vhost_worker_kthread(void *data)
 			break;
 		}
 		schedule();
-		memcg = vhost_worker_charge_to(mm, memcg);
+		memcg = vhc_worker_charge_to(mm, memcg);
 	}
 #ifdef CONFIG_MEMCG
 	current->active_memcg = NULL;
@@ -572,7 +572,7 @@ static int vhost_worker_kthread(void *data)
 	return 0;
 }
 
-bool vhost_worker_should_stop(struct vhost_worker *w)
+bool vhc_worker_should_stop(struct vhost_worker *w)
 {
 	if (w->vtsk)
 		return READ_ONCE(w->stop) || signal_pending(current);
@@ -586,12 +586,12 @@ bool vhost_worker_should_stop(struct vhost_worker *w)
  * waker can still be using it, then let the reaper do what is left.  Each
  * worker of the device comes here on its own.
  */
-static void vhost_worker_killed(void *data)
+static void vhc_worker_killed(void *data)
 {
 	struct vhost_worker *w = data;
 	struct vhost_dev *dev = w->dev;
 
-	/* Pairs with READ_ONCE() under rcu_read_lock() in vhost_vq_queue_work(). */
+	/* Pairs with READ_ONCE() under rcu_read_lock() in vhc_vq_queue_work(). */
 	WRITE_ONCE(w->killed, true);
 	synchronize_rcu();
 	queue_work(system_dfl_wq, &dev->reap_work);
@@ -600,25 +600,25 @@ static void vhost_worker_killed(void *data)
 }
 
 /*
- * After vhost_worker_killed(): stop every ring and the SQ/CQ polling, and
+ * After vhc_worker_killed(): stop every ring and the SQ/CQ polling, and
  * finish what the target core still hands back for the queues of killed
  * workers.  complete_vq() of a stopped ring frees its commands without
  * touching guest memory, which this kworker could not reach; handle_vq()
  * is never called.  The reaper runs without dev->mutex (a reset waits for it while holding it):
  * it finds the workers only through vq->worker, under RCU, as wakers do.
  */
-static void vhost_worker_reap(struct work_struct *work)
+static void vhc_worker_reap(struct work_struct *work)
 {
 	struct vhost_dev *dev = container_of(work, struct vhost_dev, reap_work);
 	struct vhost_worker *w;
 	unsigned int i;
 	bool mine;
 
-	vhost_dev_stop(dev, "owner killed");
+	vhc_dev_stop(dev, "owner killed");
 	for (i = 0; i < dev->nvqs; i++) {
 		rcu_read_lock();
 		w = rcu_dereference(dev->vqs[i].worker);
-		/* Pairs with WRITE_ONCE() in vhost_worker_killed(). */
+		/* Pairs with WRITE_ONCE() in vhc_worker_killed(). */
 		mine = w && READ_ONCE(w->killed) &&
 		       test_and_clear_bit(i, w->pending);
 		rcu_read_unlock();
@@ -626,7 +626,7 @@ static void vhost_worker_reap(struct work_struct *work)
 			continue;
 		/* As the poll thread would; a setup request then sees it held. */
 		mutex_lock(&dev->poll_lock);
-		vhost_worker_serve(&dev->vqs[i], NULL);
+		vhc_worker_serve(&dev->vqs[i], NULL);
 		mutex_unlock(&dev->poll_lock);
 	}
 }
@@ -646,7 +646,7 @@ static void vhost_worker_reap(struct work_struct *work)
 static DEFINE_XARRAY(vhost_owner_kthreads);
 static DEFINE_MUTEX(vhost_owner_kthreads_lock);
 
-static unsigned long vhost_owner_kthreads_max(unsigned int nvqs)
+static unsigned long vhc_owner_kthreads_max(unsigned int nvqs)
 {
 	return nvqs + 2 * num_possible_cpus();
 }
@@ -655,7 +655,7 @@ static unsigned long vhost_owner_kthreads_max(unsigned int nvqs)
  * Count one more kthread for @owner, whose devices have @nvqs queues;
  * -EAGAIN at the bound.
  */
-static int vhost_owner_kthread_get(pid_t owner, unsigned int nvqs)
+static int vhc_owner_kthread_get(pid_t owner, unsigned int nvqs)
 {
 	unsigned long n = 0;
 	void *e;
@@ -665,7 +665,7 @@ static int vhost_owner_kthread_get(pid_t owner, unsigned int nvqs)
 	e = xa_load(&vhost_owner_kthreads, owner);
 	if (e)
 		n = xa_to_value(e);
-	if (n >= vhost_owner_kthreads_max(nvqs))
+	if (n >= vhc_owner_kthreads_max(nvqs))
 		ret = -EAGAIN;
 	else
 		ret = xa_err(xa_store(&vhost_owner_kthreads, owner,
@@ -677,7 +677,7 @@ static int vhost_owner_kthread_get(pid_t owner, unsigned int nvqs)
 	return ret;
 }
 
-static void vhost_owner_kthread_put(pid_t owner)
+static void vhc_owner_kthread_put(pid_t owner)
 {
 	unsigned long n;
 	void *e;
@@ -699,8 +699,8 @@ static void vhost_owner_kthread_put(pid_t owner)
  * (the owner) where the kernel has vhost_task, else as a kthread in the
  * caller's cgroups.  dev->mutex held, dev->mm set.
  */
-static struct vhost_worker *vhost_worker_create(struct vhost_dev *dev,
-						unsigned int id)
+static struct vhost_worker *vhc_worker_create(struct vhost_dev *dev,
+					      unsigned int id)
 {
 	char name[TASK_COMM_LEN];
 	struct task_struct *kt;
@@ -722,11 +722,11 @@ static struct vhost_worker *vhost_worker_create(struct vhost_dev *dev,
 	w->poller = !id;
 	/* Every worker of a device has the same name, as upstream's. */
 	snprintf(name, sizeof(name), "vhost-sqcq-%d", dev->owner_pid);
-	vtsk = vhost_task_create(vhost_worker_step, vhost_worker_killed, w,
+	vtsk = vhost_task_create(vhc_worker_step, vhc_worker_killed, w,
 				 name);
 	if (!IS_ERR_OR_NULL(vtsk)) {
 		w->vtsk = vtsk;
-		/* Read racily by vhost_worker_unbound_cpus(). */
+		/* Read racily by vhc_worker_unbound_cpus(). */
 		WRITE_ONCE(dev->owner_task, true);
 		vhost_task_start(vtsk);
 		goto done;
@@ -735,10 +735,10 @@ static struct vhost_worker *vhost_worker_create(struct vhost_dev *dev,
 		ret = vtsk ? PTR_ERR(vtsk) : -ENOMEM;
 		goto free;
 	}
-	ret = vhost_owner_kthread_get(dev->owner_pid, dev->nvqs);
+	ret = vhc_owner_kthread_get(dev->owner_pid, dev->nvqs);
 	if (ret)
 		goto free;
-	kt = kthread_create(vhost_worker_kthread, w, "%s", name);
+	kt = kthread_create(vhc_worker_kthread, w, "%s", name);
 	if (IS_ERR(kt)) {
 		ret = PTR_ERR(kt);
 		goto uncount;
@@ -746,7 +746,7 @@ static struct vhost_worker *vhost_worker_create(struct vhost_dev *dev,
 	/*
 	 * The worker works for the owner: put it in the owner's cgroups, so
 	 * its CPU time is charged to the VM, not to the host (its memory:
-	 * vhost_worker_charge_to()).
+	 * vhc_worker_charge_to()).
 	 */
 	ret = cgroup_attach_task_all(current, kt);
 	if (ret) {
@@ -759,7 +759,7 @@ done:
 	dev->workers[id] = w;
 	return w;
 uncount:
-	vhost_owner_kthread_put(dev->owner_pid);
+	vhc_owner_kthread_put(dev->owner_pid);
 free:
 	bitmap_free(w->pending);
 	kfree(w);
@@ -771,9 +771,9 @@ free:
  * vq->worker moved away or cleared) and which was taken out of
  * dev->workers a grace period ago, so that no waker that read a
  * vq->worker pointing here before the queue moved is still using it
- * (rcu_read_lock() in vhost_vq_queue_work()).  dev->mutex held.
+ * (rcu_read_lock() in vhc_vq_queue_work()).  dev->mutex held.
  */
-static void vhost_worker_free(struct vhost_dev *dev, struct vhost_worker *w)
+static void vhc_worker_free(struct vhost_dev *dev, struct vhost_worker *w)
 {
 	unsigned int i;
 
@@ -782,10 +782,10 @@ static void vhost_worker_free(struct vhost_dev *dev, struct vhost_worker *w)
 	if (w->kthread) {
 		kthread_stop(w->kthread);
 		/* Workers go before RESET_OWNER or close clears owner_pid. */
-		vhost_owner_kthread_put(dev->owner_pid);
+		vhc_owner_kthread_put(dev->owner_pid);
 	}
 	if (w->vtsk) {
-		/* Leaves the poll loop if it is in it; see vhost_worker_should_stop(). */
+		/* Leaves the poll loop if it is in it; see vhc_worker_should_stop(). */
 		WRITE_ONCE(w->stop, true);
 		/* Waits for the thread, or only frees it if it was killed. */
 		vhost_task_stop(w->vtsk);
@@ -795,22 +795,22 @@ static void vhost_worker_free(struct vhost_dev *dev, struct vhost_worker *w)
 	 * it (after a reset there is none, and nothing is left to serve).
 	 */
 	for_each_set_bit(i, w->pending, dev->nvqs)
-		vhost_vq_queue_work(&dev->vqs[i]);
+		vhc_vq_queue_work(&dev->vqs[i]);
 	bitmap_free(w->pending);
 	kfree(w);
 }
 
 /* The same for one worker, grace period included.  dev->mutex held. */
-static void vhost_worker_destroy(struct vhost_dev *dev, struct vhost_worker *w)
+static void vhc_worker_destroy(struct vhost_dev *dev, struct vhost_worker *w)
 {
 	lockdep_assert_held(&dev->mutex);
 	dev->workers[w->id] = NULL;
 	synchronize_rcu();
-	vhost_worker_free(dev, w);
+	vhc_worker_free(dev, w);
 }
 
 /* Every worker of @dev, with one grace period for all.  dev->mutex held. */
-static void vhost_dev_free_workers(struct vhost_dev *dev)
+static void vhc_dev_free_workers(struct vhost_dev *dev)
 {
 	struct vhost_worker **ws = dev->workers;
 	unsigned int i;
@@ -820,7 +820,7 @@ static void vhost_dev_free_workers(struct vhost_dev *dev)
 	for (i = 0; i < dev->nvqs; i++) {
 		if (!ws[i])
 			continue;
-		vhost_worker_free(dev, ws[i]);
+		vhc_worker_free(dev, ws[i]);
 		ws[i] = NULL;
 	}
 }
@@ -830,7 +830,7 @@ static void vhost_dev_free_workers(struct vhost_dev *dev)
  * mutex held, so readers holding any of them see it stable, and the worker
  * that served the ring is not inside it.
  */
-static void vhost_vq_set_worker(struct vhost_vq *vq, struct vhost_worker *w)
+static void vhc_vq_set_worker(struct vhost_vq *vq, struct vhost_worker *w)
 {
 	struct vhost_dev *dev = vq->dev;
 	struct vhost_worker *old;
@@ -846,20 +846,20 @@ static void vhost_vq_set_worker(struct vhost_vq *vq, struct vhost_worker *w)
 		w->attached++;
 	/*
 	 * Publishes a started worker (vtsk/kthread set); pairs with
-	 * rcu_dereference() in vhost_vq_queue_work().
+	 * rcu_dereference() in vhc_vq_queue_work().
 	 */
 	rcu_assign_pointer(vq->worker, w);
 	/*
 	 * Work queued for the ring on the old worker goes to the new one.
 	 * A waker still holding the old pointer sets the bit there later:
 	 * the old worker, finding the ring moved, queues it again
-	 * (vhost_worker_serve()), or vhost_worker_destroy() does.
+	 * (vhc_worker_serve()), or vhc_worker_destroy() does.
 	 */
 	if (old && w && test_and_clear_bit(vq->index, old->pending))
-		vhost_vq_queue_work(vq);
+		vhc_vq_queue_work(vq);
 }
 
-void vhost_worker_unbound_cpus(struct vhost_dev *dev, struct cpumask *mask)
+void vhc_worker_unbound_cpus(struct vhost_dev *dev, struct cpumask *mask)
 {
 	struct task_struct *owner = READ_ONCE(dev->owner);
 	unsigned long flags;
@@ -885,11 +885,11 @@ void vhost_worker_unbound_cpus(struct vhost_dev *dev, struct cpumask *mask)
 /* Eventfds                                                            */
 /* ------------------------------------------------------------------ */
 
-static int vhost_kick_wake(wait_queue_entry_t *wait, unsigned int mode,
-			   int sync, void *key)
+static int vhc_kick_wake(wait_queue_entry_t *wait, unsigned int mode,
+			 int sync, void *key)
 {
 	struct vhost_vq *vq = container_of(wait, struct vhost_vq, kick_wait);
-	struct vring_sq *sq;
+	struct sqcq_sq *sq;
 
 	if (!(key_to_poll(key) & EPOLLIN))
 		return 0;
@@ -898,27 +898,27 @@ static int vhost_kick_wake(wait_queue_entry_t *wait, unsigned int mode,
 	/*
 	 * The guest kicks a polled queue only while the poll thread asks
 	 * for it (SQ NEED_WAKEUP: it sleeps, yields or is parked): stop
-	 * asking before the wakeups below (vhost_doorbells_kicked() says
+	 * asking before the wakeups below (vhost_sqcq_kicked() says
 	 * why that order).  The read section keeps the area mapped
-	 * (__vhost_doorbells_detach() waits for it).
+	 * (__vhost_sqcq_detach() waits for it).
 	 */
 	rcu_read_lock();
 	sq = READ_ONCE(vq->sq);
 	if (sq)
 		vq->dev->ops->sqcq->kicked(sq);
 	rcu_read_unlock();
-	vhost_vq_queue_work(vq);
+	vhc_vq_queue_work(vq);
 	/*
 	 * The poll thread must poll again, also when another worker
 	 * serves the queue.  A racy read: a spare wakeup is harmless.
 	 */
 	if (sq)
-		vhost_vq_wake_poller(vq);
+		vhc_vq_wake_poller(vq);
 	return 0;
 }
 
-static void vhost_kick_queue_proc(struct file *file, wait_queue_head_t *wqh,
-				  poll_table *pt)
+static void vhc_kick_queue_proc(struct file *file, wait_queue_head_t *wqh,
+				poll_table *pt)
 {
 	struct vhost_vq *vq = container_of(pt, struct vhost_vq, kick_pt);
 
@@ -927,12 +927,12 @@ static void vhost_kick_queue_proc(struct file *file, wait_queue_head_t *wqh,
 }
 
 /* Stop polling the kick eventfd.  vq->mutex held. */
-static void vhost_kick_unbind(struct vhost_vq *vq)
+static void vhc_kick_unbind(struct vhost_vq *vq)
 {
 	lockdep_assert_held(&vq->mutex);
 	/*
 	 * remove_wait_queue() takes the eventfd's wait-queue lock, under
-	 * which vhost_kick_wake() runs: once it returns no wakeup is running
+	 * which vhc_kick_wake() runs: once it returns no wakeup is running
 	 * or will run for this entry.
 	 */
 	if (vq->kick_wqh)
@@ -944,20 +944,20 @@ static void vhost_kick_unbind(struct vhost_vq *vq)
 }
 
 /* Start polling @file; true when a kick is already pending. */
-static bool vhost_kick_bind(struct vhost_vq *vq, struct file *file)
+static bool vhc_kick_bind(struct vhost_vq *vq, struct file *file)
 {
 	__poll_t mask;
 
 	vq->kick_file = file;
 	vq->kick_wqh = NULL;
-	init_waitqueue_func_entry(&vq->kick_wait, vhost_kick_wake);
-	init_poll_funcptr(&vq->kick_pt, vhost_kick_queue_proc);
+	init_waitqueue_func_entry(&vq->kick_wait, vhc_kick_wake);
+	init_poll_funcptr(&vq->kick_pt, vhc_kick_queue_proc);
 	mask = vfs_poll(file, &vq->kick_pt);
 	return mask & EPOLLIN;
 }
 
 /* Resolve an eventfd number; NULL for VHOST_FILE_UNBIND. */
-static struct eventfd_ctx *vhost_eventfd_get(int fd)
+static struct eventfd_ctx *vhc_eventfd_get(int fd)
 {
 	if (fd == VHOST_FILE_UNBIND)
 		return NULL;
@@ -966,8 +966,8 @@ static struct eventfd_ctx *vhost_eventfd_get(int fd)
 	return eventfd_ctx_fdget(fd);
 }
 
-static void vhost_eventfd_swap(struct eventfd_ctx **slot,
-			       struct eventfd_ctx *ctx)
+static void vhc_eventfd_swap(struct eventfd_ctx **slot,
+			     struct eventfd_ctx *ctx)
 {
 	if (*slot)
 		eventfd_ctx_put(*slot);
@@ -978,7 +978,7 @@ static void vhost_eventfd_swap(struct eventfd_ctx **slot,
 /* Split ring engine                                                   */
 /* ------------------------------------------------------------------ */
 
-void vhost_vq_fail(struct vhost_vq *vq, const char *why)
+void vhc_vq_fail(struct vhost_vq *vq, const char *why)
 {
 	lockdep_assert_held(&vq->mutex);
 	if (!vq->broken)
@@ -990,11 +990,11 @@ void vhost_vq_fail(struct vhost_vq *vq, const char *why)
 }
 
 /* Add guest range [gpa, gpa + len) to @req, split by memory region. */
-static int vhost_req_add(struct vhost_vq *vq, struct vhost_req *req, u64 gpa,
-			 u32 len, bool writable)
+static int vhc_req_add(struct vhost_vq *vq, struct vhost_req *req, u64 gpa,
+		       u32 len, bool writable)
 {
 	/* Refused before any segment is added. */
-	if (vhost_gpa_wraps(gpa, len))
+	if (vhc_gpa_wraps(gpa, len))
 		return -EFAULT;
 	if (!writable && req->in_cnt)
 		return -EINVAL;	/* readable after writable */
@@ -1038,15 +1038,15 @@ static int vhost_req_add(struct vhost_vq *vq, struct vhost_req *req, u64 gpa,
  * chain, 1 with *@next set when the chain goes on (to an index below
  * @count), or a negative errno.
  */
-static int vhost_chain_step(struct vhost_vq *vq, struct vhost_req *req,
-			    const struct vhost_desc *d, unsigned int count,
-			   unsigned int *next)
+static int vhc_chain_step(struct vhost_vq *vq, struct vhost_req *req,
+			  const struct vhost_desc *d, unsigned int count,
+			  unsigned int *next)
 {
 	u16 flags = le16_to_cpu(d->flags);
 	int ret;
 
-	ret = vhost_req_add(vq, req, le64_to_cpu(d->addr), le32_to_cpu(d->len),
-			    flags & VRING_DESC_F_WRITE);
+	ret = vhc_req_add(vq, req, le64_to_cpu(d->addr), le32_to_cpu(d->len),
+			  flags & VRING_DESC_F_WRITE);
 	if (ret)
 		return ret;
 	if (!(flags & VRING_DESC_F_NEXT))
@@ -1056,8 +1056,8 @@ static int vhost_chain_step(struct vhost_vq *vq, struct vhost_req *req,
 }
 
 /* Walk an indirect table (the descriptor @ind points at). */
-static int vhost_walk_indirect(struct vhost_vq *vq, struct vhost_req *req,
-			       const struct vhost_desc *ind)
+static int vhc_walk_indirect(struct vhost_vq *vq, struct vhost_req *req,
+			     const struct vhost_desc *ind)
 {
 	u64 base = le64_to_cpu(ind->addr);
 	u32 len = le32_to_cpu(ind->len);
@@ -1076,13 +1076,13 @@ static int vhost_walk_indirect(struct vhost_vq *vq, struct vhost_req *req,
 		/* Up to 32768 entries: let others run now and then. */
 		if (!(left % SQCQ_WALK_RESCHED))
 			cond_resched();
-		ret = vhost_copy_from_guest(vq, &d, base + (u64)i * SQCQ_DESC_SIZE,
-					    sizeof(d));
+		ret = vhc_copy_from_guest(vq, &d, base + (u64)i * SQCQ_DESC_SIZE,
+					  sizeof(d));
 		if (ret)
 			return ret;
 		if (le16_to_cpu(d.flags) & VRING_DESC_F_INDIRECT)
 			return -EINVAL;	/* nested indirect */
-		ret = vhost_chain_step(vq, req, &d, count, &i);
+		ret = vhc_chain_step(vq, req, &d, count, &i);
 		if (ret <= 0)
 			return ret;
 	}
@@ -1093,7 +1093,7 @@ static int vhost_walk_indirect(struct vhost_vq *vq, struct vhost_req *req,
  * most once per chain (num visits), each of an indirect table at most once
  * (count visits), so loops end with -ELOOP.
  */
-static int vhost_walk_chain(struct vhost_vq *vq, struct vhost_req *req, u16 head)
+static int vhc_walk_chain(struct vhost_vq *vq, struct vhost_req *req, u16 head)
 {
 	unsigned int left, i = head;
 	struct vhost_desc d;
@@ -1118,19 +1118,19 @@ static int vhost_walk_chain(struct vhost_vq *vq, struct vhost_req *req, u16 head
 			return -EFAULT;
 		flags = le16_to_cpu(d.flags);
 		if (flags & VRING_DESC_F_INDIRECT) {
-			if (!vhost_dev_has_feature(vq->dev,
-						   VIRTIO_RING_F_INDIRECT_DESC) ||
-			    (flags & VRING_DESC_F_NEXT))
+			if (!vhc_dev_has_feature(vq->dev,
+						 VIRTIO_RING_F_INDIRECT_DESC) ||
+						 (flags & VRING_DESC_F_NEXT))
 				return -EINVAL;
-			return vhost_walk_indirect(vq, req, &d);
+			return vhc_walk_indirect(vq, req, &d);
 		}
-		ret = vhost_chain_step(vq, req, &d, vq->num, &i);
+		ret = vhc_chain_step(vq, req, &d, vq->num, &i);
 		if (ret <= 0)
 			return ret;
 	}
 }
 
-static const char *vhost_chain_error(int err)
+static const char *vhc_chain_error(int err)
 {
 	switch (err) {
 	case -ELOOP:
@@ -1147,23 +1147,23 @@ static const char *vhost_chain_error(int err)
 /*
  * The rings' dirty log: what a ring wrote into guest memory is marked in
  * the log (host/vhost_log.c) under the ring's mutex, and a log that cannot
- * be written fails the ring here.  vhost_vq_logging(): logging is on for
+ * be written fails the ring here.  vhc_vq_logging(): logging is on for
  * this ring's writes.
  */
-static bool vhost_vq_logging(struct vhost_vq *vq)
+static bool vhc_vq_logging(struct vhost_vq *vq)
 {
 	lockdep_assert_held(&vq->mutex);
-	return vq->log_base && vhost_dev_has_feature(vq->dev, VHOST_F_LOG_ALL);
+	return vq->log_base && vhc_dev_has_feature(vq->dev, VHOST_F_LOG_ALL);
 }
 
-int vhost_vq_log_write(struct vhost_vq *vq, u64 gpa, u64 len)
+int vhc_vq_log_write(struct vhost_vq *vq, u64 gpa, u64 len)
 {
-	if (!len || !vhost_vq_logging(vq))
+	if (!len || !vhc_vq_logging(vq))
 		return 0;
-	if (vhost_log_mark(vq->log_base, gpa, len)) {
+	if (vhc_log_mark(vq->log_base, gpa, len)) {
 		WRITE_ONCE(vq->dev->stat_log_failures,
 			   vq->dev->stat_log_failures + 1);
-		vhost_vq_fail(vq, "cannot set guest pages in the dirty log (log base not mapped for the memory table)");
+		vhc_vq_fail(vq, "cannot set guest pages in the dirty log (log base not mapped for the memory table)");
 		return -EFAULT;
 	}
 	WRITE_ONCE(vq->stat_log_writes, vq->stat_log_writes + 1);
@@ -1172,46 +1172,46 @@ int vhost_vq_log_write(struct vhost_vq *vq, u64 gpa, u64 len)
 	return 0;
 }
 
-int vhost_vq_log_ranges(struct vhost_vq *vq, const struct vhost_log_range *r,
-			unsigned int n)
+int vhc_vq_log_ranges(struct vhost_vq *vq, const struct vhost_log_range *r,
+		      unsigned int n)
 {
 	unsigned int i;
 	int ret;
 
-	if (!vhost_vq_logging(vq))
+	if (!vhc_vq_logging(vq))
 		return 0;
 	for (i = 0; i < n; i++) {
-		ret = vhost_vq_log_write(vq, r[i].gpa, r[i].len);
+		ret = vhc_vq_log_write(vq, r[i].gpa, r[i].len);
 		if (ret)
 			return ret;
 	}
 	return 0;
 }
 
-int vhost_vq_log_req(struct vhost_vq *vq, const struct vhost_req *req)
+int vhc_vq_log_req(struct vhost_vq *vq, const struct vhost_req *req)
 {
 	unsigned int i;
 	int ret;
 
-	if (!vhost_vq_logging(vq))
+	if (!vhc_vq_logging(vq))
 		return 0;
 	for (i = req->out_cnt; i < req->out_cnt + req->in_cnt; i++) {
-		ret = vhost_vq_log_write(vq, req->gpa[i], req->iov[i].iov_len);
+		ret = vhc_vq_log_write(vq, req->gpa[i], req->iov[i].iov_len);
 		if (ret)
 			return ret;
 	}
 	return 0;
 }
 
-int vhost_vq_log_used(struct vhost_vq *vq, u64 offset, u64 len)
+int vhc_vq_log_used(struct vhost_vq *vq, u64 offset, u64 len)
 {
 	if (!vq->log_used)
 		return 0;
 	/* log_addr + the ring's size was checked not to wrap (set_addr). */
-	return vhost_vq_log_write(vq, vq->log_addr + offset, len);
+	return vhc_vq_log_write(vq, vq->log_addr + offset, len);
 }
 
-int vhost_vq_pop(struct vhost_vq *vq, struct vhost_req *req)
+int vhc_vq_pop(struct vhost_vq *vq, struct vhost_req *req)
 {
 	__le16 raw;
 	u16 head;
@@ -1222,12 +1222,12 @@ int vhost_vq_pop(struct vhost_vq *vq, struct vhost_req *req)
 		u16 idx;
 
 		if (get_user(raw, vhost_avail_idx(vq))) {
-			vhost_vq_fail(vq, "cannot read avail->idx");
+			vhc_vq_fail(vq, "cannot read avail->idx");
 			return -EFAULT;
 		}
 		idx = le16_to_cpu(raw);
 		if ((u16)(idx - vq->last_avail_idx) > vq->num) {
-			vhost_vq_fail(vq, "avail->idx moved by more than the ring size");
+			vhc_vq_fail(vq, "avail->idx moved by more than the ring size");
 			return -EINVAL;
 		}
 		vq->avail_idx_cache = idx;
@@ -1242,17 +1242,17 @@ int vhost_vq_pop(struct vhost_vq *vq, struct vhost_req *req)
 	}
 
 	if (get_user(raw, vhost_avail_entry(vq, vq->last_avail_idx))) {
-		vhost_vq_fail(vq, "cannot read avail->ring");
+		vhc_vq_fail(vq, "cannot read avail->ring");
 		return -EFAULT;
 	}
 	head = le16_to_cpu(raw);
 	if (head >= vq->num) {
-		vhost_vq_fail(vq, "avail head index out of range");
+		vhc_vq_fail(vq, "avail head index out of range");
 		return -EINVAL;
 	}
-	ret = vhost_walk_chain(vq, req, head);
+	ret = vhc_walk_chain(vq, req, head);
 	if (ret) {
-		vhost_vq_fail(vq, vhost_chain_error(ret));
+		vhc_vq_fail(vq, vhc_chain_error(ret));
 		return ret;
 	}
 	vq->last_avail_idx++;
@@ -1260,7 +1260,7 @@ int vhost_vq_pop(struct vhost_vq *vq, struct vhost_req *req)
 	return 1;
 }
 
-int vhost_vq_push_used(struct vhost_vq *vq, u16 head, u32 len)
+int vhc_vq_push_used(struct vhost_vq *vq, u16 head, u32 len)
 {
 	struct vhost_used_elem e = {
 		.id = cpu_to_le32(head),
@@ -1268,9 +1268,9 @@ int vhost_vq_push_used(struct vhost_vq *vq, u16 head, u32 len)
 	};
 
 	lockdep_assert_held(&vq->mutex);
-	if (copy_to_user(vhost_used_entry(vq, vq->last_used_idx), &e,
+	if (copy_to_user(vhc_used_entry(vq, vq->last_used_idx), &e,
 			 sizeof(e))) {
-		vhost_vq_fail(vq, "cannot write used->ring");
+		vhc_vq_fail(vq, "cannot write used->ring");
 		return -EFAULT;
 	}
 	/*
@@ -1279,14 +1279,14 @@ int vhost_vq_push_used(struct vhost_vq *vq, u16 head, u32 len)
 	 */
 	smp_wmb();
 	if (put_user(cpu_to_le16(vq->last_used_idx + 1), vhost_used_idx(vq))) {
-		vhost_vq_fail(vq, "cannot write used->idx");
+		vhc_vq_fail(vq, "cannot write used->idx");
 		return -EFAULT;
 	}
 	/* After both writes (vhost_log.c says why after). */
-	if (vhost_vq_log_used(vq, vhost_used_entry(vq, vq->last_used_idx) -
+	if (vhc_vq_log_used(vq, vhc_used_entry(vq, vq->last_used_idx) -
 			      vq->used, sizeof(e)) ||
-	    vhost_vq_log_used(vq, (void __user *)vhost_used_idx(vq) - vq->used,
-			      sizeof(__le16)))
+	    vhc_vq_log_used(vq, (void __user *)vhost_used_idx(vq) - vq->used,
+			    sizeof(__le16)))
 		return -EFAULT;
 	vq->last_used_idx++;
 	/* 65536 entries since the last signal: the old mark is ambiguous. */
@@ -1296,11 +1296,11 @@ int vhost_vq_push_used(struct vhost_vq *vq, u16 head, u32 len)
 }
 
 /*
- * Classic interrupt suppression (flags / used_event).  vhost_vq_notify() is
+ * Classic interrupt suppression (flags / used_event).  vhc_vq_notify() is
  * the one place that decides whether the driver gets an interrupt: it uses
  * this, or the CQ doorbell handshake when the queue is in SQ/CQ mode.
  */
-static bool vhost_vq_should_signal(struct vhost_vq *vq)
+static bool vhc_vq_should_signal(struct vhost_vq *vq)
 {
 	u16 old, new, event;
 	bool valid;
@@ -1314,14 +1314,14 @@ static bool vhost_vq_should_signal(struct vhost_vq *vq)
 	 */
 	smp_mb();
 
-	if (vhost_dev_has_feature(vq->dev, VIRTIO_F_NOTIFY_ON_EMPTY)) {
+	if (vhc_dev_has_feature(vq->dev, VIRTIO_F_NOTIFY_ON_EMPTY)) {
 		if (get_user(raw, vhost_avail_idx(vq)))
 			return true;
 		if (le16_to_cpu(raw) == vq->last_avail_idx)
 			return true;
 	}
 
-	if (!vhost_dev_has_feature(vq->dev, VIRTIO_RING_F_EVENT_IDX)) {
+	if (!vhc_dev_has_feature(vq->dev, VIRTIO_RING_F_EVENT_IDX)) {
 		if (get_user(raw, vhost_avail_flags(vq)))
 			return true;
 		return !(le16_to_cpu(raw) & VRING_AVAIL_F_NO_INTERRUPT);
@@ -1341,21 +1341,21 @@ static bool vhost_vq_should_signal(struct vhost_vq *vq)
 	return (u16)(new - event - 1) < (u16)(new - old);
 }
 
-void vhost_vq_notify(struct vhost_vq *vq)
+void vhc_vq_notify(struct vhost_vq *vq)
 {
-	struct vring_cq *cq;
+	struct sqcq_cq *cq;
 	bool saved, by_irq;
 
 	lockdep_assert_held(&vq->mutex);
 	/*
 	 * Workers only.  On the poll thread vq->cq cannot change under us
 	 * (poll_lock).  Another worker reads it once, in an RCU read section
-	 * that __vhost_doorbells_detach() waits for before it unmaps the
+	 * that __vhost_sqcq_detach() waits for before it unmaps the
 	 * area; the acquire pairs with the release store in
-	 * __vhost_doorbells_attach() (the CQ index and cq_by_irq).
+	 * __vhost_sqcq_attach() (the CQ index and cq_by_irq).
 	 */
 	rcu_read_lock();
-	/* Pairs with the release in __vhost_doorbells_attach(). */
+	/* Pairs with the release in __vhost_sqcq_attach(). */
 	cq = smp_load_acquire(&vq->cq);
 	if (cq) {
 		saved = !vq->dev->ops->sqcq->publish_cq(vq, cq);
@@ -1365,13 +1365,13 @@ void vhost_vq_notify(struct vhost_vq *vq)
 		 * The guest does not poll the CQ: it wants the interrupts of
 		 * classic mode, no more (its used_event may batch them).
 		 * publish_cq()'s full barrier already ordered used->idx
-		 * before the reads of vhost_vq_should_signal().  A guest
+		 * before the reads of vhc_vq_should_signal().  A guest
 		 * poller's flag alone decides: the ring's suppression state
 		 * is stale for the next use of that rule.
 		 */
 		if (!by_irq)
 			vq->signalled_used_valid = false;
-		else if (!saved && !vhost_vq_should_signal(vq))
+		else if (!saved && !vhc_vq_should_signal(vq))
 			return;		/* as classic would: not a saved call */
 		if (saved) {
 			WRITE_ONCE(vq->stat_calls_saved, vq->stat_calls_saved + 1);
@@ -1379,7 +1379,7 @@ void vhost_vq_notify(struct vhost_vq *vq)
 		}
 	} else {
 		rcu_read_unlock();
-		if (!vhost_vq_should_signal(vq))
+		if (!vhc_vq_should_signal(vq))
 			return;
 	}
 	if (vq->call_ctx) {
@@ -1388,39 +1388,39 @@ void vhost_vq_notify(struct vhost_vq *vq)
 	}
 }
 
-void vhost_vq_disable_kicks(struct vhost_vq *vq)
+void vhc_vq_disable_kicks(struct vhost_vq *vq)
 {
 	lockdep_assert_held(&vq->mutex);
 	/* With EVENT_IDX, an avail_event left behind suppresses kicks. */
-	if (vhost_dev_has_feature(vq->dev, VIRTIO_RING_F_EVENT_IDX))
+	if (vhc_dev_has_feature(vq->dev, VIRTIO_RING_F_EVENT_IDX))
 		return;
 	if (put_user(cpu_to_le16(VRING_USED_F_NO_NOTIFY), vhost_used_flags(vq)))
-		vhost_vq_fail(vq, "cannot write used->flags");
+		vhc_vq_fail(vq, "cannot write used->flags");
 	else
-		vhost_vq_log_used(vq, 0, sizeof(__le16));
+		vhc_vq_log_used(vq, 0, sizeof(__le16));
 }
 
-bool vhost_vq_enable_kicks(struct vhost_vq *vq)
+bool vhc_vq_enable_kicks(struct vhost_vq *vq)
 {
 	__le16 raw;
 	int ret;
 
 	lockdep_assert_held(&vq->mutex);
 
-	if (vhost_dev_has_feature(vq->dev, VIRTIO_RING_F_EVENT_IDX))
+	if (vhc_dev_has_feature(vq->dev, VIRTIO_RING_F_EVENT_IDX))
 		ret = put_user(cpu_to_le16(vq->last_avail_idx),
 			       vhost_avail_event(vq));
 	else
 		ret = put_user(cpu_to_le16(0), vhost_used_flags(vq));
 	if (ret) {
-		vhost_vq_fail(vq, "cannot write the kick suppression field");
+		vhc_vq_fail(vq, "cannot write the kick suppression field");
 		return false;
 	}
-	if (vhost_dev_has_feature(vq->dev, VIRTIO_RING_F_EVENT_IDX))
-		ret = vhost_vq_log_used(vq, (void __user *)vhost_avail_event(vq) -
+	if (vhc_dev_has_feature(vq->dev, VIRTIO_RING_F_EVENT_IDX))
+		ret = vhc_vq_log_used(vq, (void __user *)vhost_avail_event(vq) -
 					vq->used, sizeof(__le16));
 	else
-		ret = vhost_vq_log_used(vq, 0, sizeof(__le16));
+		ret = vhc_vq_log_used(vq, 0, sizeof(__le16));
 	if (ret)
 		return false;
 	/*
@@ -1431,14 +1431,14 @@ bool vhost_vq_enable_kicks(struct vhost_vq *vq)
 	 */
 	smp_mb();
 	if (get_user(raw, vhost_avail_idx(vq))) {
-		vhost_vq_fail(vq, "cannot read avail->idx");
+		vhc_vq_fail(vq, "cannot read avail->idx");
 		return false;
 	}
 	return le16_to_cpu(raw) != vq->last_avail_idx;
 }
 
-void vhost_vq_serve_sync(struct vhost_vq *vq,
-			 u32 (*one)(struct vhost_vq *vq, struct vhost_req *req))
+void vhc_vq_serve_sync(struct vhost_vq *vq,
+		       u32 (*one)(struct vhost_vq *vq, struct vhost_req *req))
 {
 	unsigned int served = 0, pushed = 0;
 	struct vhost_req req;
@@ -1446,36 +1446,36 @@ void vhost_vq_serve_sync(struct vhost_vq *vq,
 	int ret;
 
 	lockdep_assert_held(&vq->mutex);
-	vhost_vq_disable_kicks(vq);
+	vhc_vq_disable_kicks(vq);
 	while (!vq->broken) {
-		ret = vhost_vq_pop(vq, &req);
+		ret = vhc_vq_pop(vq, &req);
 		if (ret < 0)
 			break;
 		if (!ret) {
-			if (!vhost_vq_enable_kicks(vq))
+			if (!vhc_vq_enable_kicks(vq))
 				break;
-			vhost_vq_disable_kicks(vq);
+			vhc_vq_disable_kicks(vq);
 			continue;
 		}
 		len = one(vq, &req);
 		if (len != SQCQ_REQ_ASYNC) {
 			/* What one() wrote, before the entry that says so. */
-			if (vhost_vq_log_req(vq, &req) ||
-			    vhost_vq_push_used(vq, req.head, len))
+			if (vhc_vq_log_req(vq, &req) ||
+			    vhc_vq_push_used(vq, req.head, len))
 				break;
 			pushed++;
 		}
 		if (++served >= SQCQ_VQ_WEIGHT) {
 			/* Let other queues run; come back for the rest. */
-			vhost_vq_queue_work(vq);
+			vhc_vq_queue_work(vq);
 			break;
 		}
 	}
 	if (pushed && !vq->broken)
-		vhost_vq_notify(vq);
+		vhc_vq_notify(vq);
 }
 
-size_t vhost_req_copy_from(const struct vhost_req *req, void *buf, size_t len)
+size_t vhc_req_copy_from(const struct vhost_req *req, void *buf, size_t len)
 {
 	struct iov_iter it;
 
@@ -1483,8 +1483,8 @@ size_t vhost_req_copy_from(const struct vhost_req *req, void *buf, size_t len)
 	return copy_from_iter(buf, len, &it);
 }
 
-size_t vhost_req_copy_to(const struct vhost_req *req, size_t offset,
-			 const void *buf, size_t len)
+size_t vhc_req_copy_to(const struct vhost_req *req, size_t offset,
+		       const void *buf, size_t len)
 {
 	struct iov_iter it;
 
@@ -1501,22 +1501,22 @@ size_t vhost_req_copy_to(const struct vhost_req *req, size_t offset,
 /* ------------------------------------------------------------------ */
 
 /* Ring memory must be in user space for the configured size. */
-static int vhost_vq_check_access(struct vhost_vq *vq)
+static int vhc_vq_check_access(struct vhost_vq *vq)
 {
 	if (!access_ok(vq->desc, (size_t)vq->num * SQCQ_DESC_SIZE) ||
-	    !access_ok(vq->avail, vhost_avail_bytes(vq->num)) ||
-	    !access_ok(vq->used, vhost_used_bytes(vq->num)))
+	    !access_ok(vq->avail, vhc_avail_bytes(vq->num)) ||
+	    !access_ok(vq->used, vhc_used_bytes(vq->num)))
 		return -EFAULT;
 	return 0;
 }
 
 /* Stop the ring: the worker will not touch it again.  vq->mutex held. */
-static void vhost_vq_stop(struct vhost_vq *vq)
+static void vhc_vq_stop(struct vhost_vq *vq)
 {
 	lockdep_assert_held(&vq->mutex);
-	/* Lockless readers: vhost_dev_any_running(), the SQ/CQ setup. */
+	/* Lockless readers: vhc_dev_any_running(), the SQ/CQ setup. */
 	WRITE_ONCE(vq->running, false);
-	vhost_kick_unbind(vq);
+	vhc_kick_unbind(vq);
 	/*
 	 * The pending bit stays: it may stand for completions the device
 	 * still has to finish (complete_vq runs for stopped rings too), and
@@ -1525,7 +1525,7 @@ static void vhost_vq_stop(struct vhost_vq *vq)
 }
 
 /* Start the ring with kick file @file.  vq->mutex held. */
-static int vhost_vq_start(struct vhost_vq *vq, struct file *file)
+static int vhc_vq_start(struct vhost_vq *vq, struct file *file)
 {
 	struct vhost_worker *w;
 	__le16 raw;
@@ -1533,7 +1533,7 @@ static int vhost_vq_start(struct vhost_vq *vq, struct file *file)
 
 	lockdep_assert_held(&vq->mutex);
 	/*
-	 * Its worker died with the owner (vhost_worker_killed()): a process
+	 * Its worker died with the owner (vhc_worker_killed()): a process
 	 * that shares the owner's mm (CLONE_VM) still passes the owner check,
 	 * but nothing may serve the ring any more until RESET_OWNER.
 	 */
@@ -1548,7 +1548,7 @@ static int vhost_vq_start(struct vhost_vq *vq, struct file *file)
 				    vq->index);
 		return -EINVAL;
 	}
-	ret = vhost_vq_check_access(vq);
+	ret = vhc_vq_check_access(vq);
 	if (ret)
 		return ret;
 	if (!vq->iov) {
@@ -1573,22 +1573,22 @@ static int vhost_vq_start(struct vhost_vq *vq, struct file *file)
 	/* Completions of requests popped before this start are dropped. */
 	vq->start_gen++;
 
-	vhost_kick_unbind(vq);
-	vhost_kick_bind(vq, file);
+	vhc_kick_unbind(vq);
+	vhc_kick_bind(vq, file);
 	WRITE_ONCE(vq->running, true);
 	/* Serve whatever the driver queued before we were started. */
-	vhost_vq_queue_work(vq);
+	vhc_vq_queue_work(vq);
 	return 0;
 }
 
-static long vhost_vq_set_kick(struct vhost_vq *vq, int fd)
+static long vhc_vq_set_kick(struct vhost_vq *vq, int fd)
 {
 	struct eventfd_ctx *ctx;
 	struct file *file;
 	int ret;
 
 	if (fd == VHOST_FILE_UNBIND) {
-		vhost_vq_stop(vq);
+		vhc_vq_stop(vq);
 		return 0;
 	}
 	if (fd < 0)
@@ -1608,12 +1608,12 @@ static long vhost_vq_set_kick(struct vhost_vq *vq, int fd)
 		 * source changes.  Restarting would forget the requests in
 		 * flight (their completions belong to this ring).
 		 */
-		vhost_kick_unbind(vq);
-		vhost_kick_bind(vq, file);
-		vhost_vq_queue_work(vq);
+		vhc_kick_unbind(vq);
+		vhc_kick_bind(vq, file);
+		vhc_vq_queue_work(vq);
 		return 0;
 	}
-	ret = vhost_vq_start(vq, file);
+	ret = vhc_vq_start(vq, file);
 	if (ret)
 		fput(file);
 	return ret;
@@ -1624,8 +1624,8 @@ static long vhost_vq_set_kick(struct vhost_vq *vq, int fd)
  * ring may change (the VMM switches it at the start and end of a
  * migration, with the same ring addresses).  vq->mutex and dev->mutex held.
  */
-static long vhost_vq_set_addr(struct vhost_vq *vq,
-			      const struct vhost_vring_addr *a)
+static long vhc_vq_set_addr(struct vhost_vq *vq,
+			    const struct vhost_vring_addr *a)
 {
 	bool log = a->flags & BIT(VHOST_VRING_F_LOG);
 	u64 last;
@@ -1635,10 +1635,10 @@ static long vhost_vq_set_addr(struct vhost_vq *vq,
 		return -EINVAL;
 	if (log &&
 	    (check_add_overflow(a->log_guest_addr,
-				(u64)vhost_used_bytes(SQCQ_VQ_MAX_NUM) - 1,
+				(u64)vhc_used_bytes(SQCQ_VQ_MAX_NUM) - 1,
 				&last) ||
-	     !vhost_log_range_ok(vq->dev->log_base, a->log_guest_addr,
-				 vhost_used_bytes(SQCQ_VQ_MAX_NUM)))) {
+	     !vhc_log_range_ok(vq->dev->log_base, a->log_guest_addr,
+				 vhc_used_bytes(SQCQ_VQ_MAX_NUM)))) {
 		vhost_dev_log(vq->dev, KERN_WARNING, "owner %d vq %u: used ring log address 0x%llx refused: outside the log\n",
 			      vq->dev->owner_pid, vq->index, a->log_guest_addr);
 		return -EFAULT;
@@ -1666,7 +1666,7 @@ static long vhost_vq_set_addr(struct vhost_vq *vq,
 	vq->log_addr = a->log_guest_addr;
 	vq->log_used = log;
 	/* Checked again with the final size when the ring starts. */
-	if (vq->num && vhost_vq_check_access(vq)) {
+	if (vq->num && vhc_vq_check_access(vq)) {
 		vq->addr_set = false;
 		return -EFAULT;
 	}
@@ -1675,8 +1675,8 @@ static long vhost_vq_set_addr(struct vhost_vq *vq,
 }
 
 /* The vring ioctls; every argument starts with the queue index. */
-static long vhost_vring_ioctl(struct vhost_dev *dev, unsigned int cmd,
-			      void __user *argp)
+static long vhc_vring_ioctl(struct vhost_dev *dev, unsigned int cmd,
+			    void __user *argp)
 {
 	struct vhost_vring_state s;
 	struct vhost_vring_addr a;
@@ -1709,7 +1709,7 @@ static long vhost_vring_ioctl(struct vhost_dev *dev, unsigned int cmd,
 		break;
 	}
 
-	/* Waits for the worker to leave this ring (see vhost_worker_serve()). */
+	/* Waits for the worker to leave this ring (see vhc_worker_serve()). */
 	mutex_lock(&vq->mutex);
 	switch (cmd) {
 	case VHOST_SET_VRING_NUM:
@@ -1734,26 +1734,26 @@ static long vhost_vring_ioctl(struct vhost_dev *dev, unsigned int cmd,
 		break;
 	case VHOST_GET_VRING_BASE:
 		/* Stops the ring, as the VMM expects before it saves state. */
-		vhost_vq_stop(vq);
+		vhc_vq_stop(vq);
 		s.index = index;
 		s.num = vq->last_avail_idx;
 		if (copy_to_user(argp, &s, sizeof(s)))
 			ret = -EFAULT;
 		break;
 	case VHOST_SET_VRING_ADDR:
-		ret = vhost_vq_set_addr(vq, &a);
+		ret = vhc_vq_set_addr(vq, &a);
 		break;
 	case VHOST_SET_VRING_KICK:
-		ret = vhost_vq_set_kick(vq, f.fd);
+		ret = vhc_vq_set_kick(vq, f.fd);
 		break;
 	case VHOST_SET_VRING_CALL:
 	case VHOST_SET_VRING_ERR:
-		ctx = vhost_eventfd_get(f.fd);
+		ctx = vhc_eventfd_get(f.fd);
 		if (IS_ERR(ctx)) {
 			ret = PTR_ERR(ctx);
 			break;
 		}
-		vhost_eventfd_swap(cmd == VHOST_SET_VRING_CALL ? &vq->call_ctx :
+		vhc_eventfd_swap(cmd == VHOST_SET_VRING_CALL ? &vq->call_ctx :
 				  &vq->err_ctx, ctx);
 		break;
 	}
@@ -1766,7 +1766,7 @@ static long vhost_vring_ioctl(struct vhost_dev *dev, unsigned int cmd,
 	 */
 	if (cmd == VHOST_GET_VRING_BASE ||
 	    (cmd == VHOST_SET_VRING_KICK && f.fd == VHOST_FILE_UNBIND))
-		vhost_dev_stop_doorbells(dev, "ring stopped");
+		vhc_dev_stop_doorbells(dev, "ring stopped");
 	return ret;
 }
 
@@ -1774,19 +1774,19 @@ static long vhost_vring_ioctl(struct vhost_dev *dev, unsigned int cmd,
 /* Device: ownership, features, lifetime                               */
 /* ------------------------------------------------------------------ */
 
-int vhost_dev_check_owner(struct vhost_dev *dev)
+int vhc_dev_check_owner(struct vhost_dev *dev)
 {
 	lockdep_assert_held(&dev->mutex);
 	return dev->mm && dev->mm == current->mm ? 0 : -EPERM;
 }
 
 /* Queries are answered for the owner, or anyone while there is none. */
-static int vhost_dev_check_query(struct vhost_dev *dev)
+static int vhc_dev_check_query(struct vhost_dev *dev)
 {
 	return !dev->mm || dev->mm == current->mm ? 0 : -EPERM;
 }
 
-bool vhost_dev_any_running(struct vhost_dev *dev)
+bool vhc_dev_any_running(struct vhost_dev *dev)
 {
 	unsigned int i;
 
@@ -1797,7 +1797,7 @@ bool vhost_dev_any_running(struct vhost_dev *dev)
 }
 
 /* Point every queue at @w.  dev->mutex held. */
-static void vhost_dev_set_worker(struct vhost_dev *dev, struct vhost_worker *w)
+static void vhc_dev_set_worker(struct vhost_dev *dev, struct vhost_worker *w)
 {
 	unsigned int i;
 
@@ -1805,13 +1805,13 @@ static void vhost_dev_set_worker(struct vhost_dev *dev, struct vhost_worker *w)
 	mutex_lock(&dev->poll_lock);
 	for (i = 0; i < dev->nvqs; i++) {
 		mutex_lock(&dev->vqs[i].mutex);
-		vhost_vq_set_worker(&dev->vqs[i], w);
+		vhc_vq_set_worker(&dev->vqs[i], w);
 		mutex_unlock(&dev->vqs[i].mutex);
 	}
 	mutex_unlock(&dev->poll_lock);
 }
 
-static long vhost_set_owner(struct vhost_dev *dev)
+static long vhc_set_owner(struct vhost_dev *dev)
 {
 	struct vhost_worker *w;
 	struct mm_struct *mm;
@@ -1825,10 +1825,10 @@ static long vhost_set_owner(struct vhost_dev *dev)
 	dev->mm = mm;
 	dev->owner_pid = current->tgid;
 	get_task_struct(current);
-	/* Read without dev->mutex by vhost_worker_unbound_cpus(). */
+	/* Read without dev->mutex by vhc_worker_unbound_cpus(). */
 	WRITE_ONCE(dev->owner, current);
 	/* The default worker: id 0, every queue, the poll thread. */
-	w = vhost_worker_create(dev, 0);
+	w = vhc_worker_create(dev, 0);
 	if (IS_ERR(w)) {
 		dev->mm = NULL;
 		dev->owner_pid = 0;
@@ -1837,11 +1837,11 @@ static long vhost_set_owner(struct vhost_dev *dev)
 		put_task_struct(current);
 		return PTR_ERR(w);
 	}
-	vhost_dev_set_worker(dev, w);
+	vhc_dev_set_worker(dev, w);
 	return 0;
 }
 
-void vhost_dev_stop_doorbells(struct vhost_dev *dev, const char *why)
+void vhc_dev_stop_doorbells(struct vhost_dev *dev, const char *why)
 {
 	/* The poll thread holds poll_lock for a whole loop: we wait for it. */
 	mutex_lock(&dev->poll_lock);
@@ -1856,7 +1856,7 @@ void vhost_dev_stop_doorbells(struct vhost_dev *dev, const char *why)
  * ring stopped no setup request can attach the doorbells again: the host
  * never touches the area after this.
  */
-static void vhost_dev_stop(struct vhost_dev *dev, const char *why)
+static void vhc_dev_stop(struct vhost_dev *dev, const char *why)
 {
 	unsigned int i;
 
@@ -1864,10 +1864,10 @@ static void vhost_dev_stop(struct vhost_dev *dev, const char *why)
 		struct vhost_vq *vq = &dev->vqs[i];
 
 		mutex_lock(&vq->mutex);
-		vhost_vq_stop(vq);
+		vhc_vq_stop(vq);
 		mutex_unlock(&vq->mutex);
 	}
-	vhost_dev_stop_doorbells(dev, why);
+	vhc_dev_stop_doorbells(dev, why);
 }
 
 /*
@@ -1875,12 +1875,12 @@ static void vhost_dev_stop(struct vhost_dev *dev, const char *why)
  * eventfds dropped, features and table cleared, worker stopped, mm put.
  * dev->mutex held (or the file is being released).
  */
-static void vhost_dev_reset(struct vhost_dev *dev)
+static void vhc_dev_reset(struct vhost_dev *dev)
 {
 	unsigned int i;
 
 	lockdep_assert_held(&dev->mutex);
-	vhost_dev_stop(dev, "device reset");
+	vhc_dev_stop(dev, "device reset");
 	/* The workers still run: they finish what the target core returns. */
 	if (dev->ops->reset)
 		dev->ops->reset(dev);
@@ -1892,8 +1892,8 @@ static void vhost_dev_reset(struct vhost_dev *dev)
 	 * grace period before stopping the threads.
 	 */
 	if (dev->mm) {
-		vhost_dev_set_worker(dev, NULL);
-		vhost_dev_free_workers(dev);
+		vhc_dev_set_worker(dev, NULL);
+		vhc_dev_free_workers(dev);
 	}
 	/* The reaper, if the owner was killed, has nothing left to do. */
 	flush_work(&dev->reap_work);
@@ -1903,8 +1903,8 @@ static void vhost_dev_reset(struct vhost_dev *dev)
 		struct vhost_vq *vq = &dev->vqs[i];
 
 		mutex_lock(&vq->mutex);
-		vhost_eventfd_swap(&vq->call_ctx, NULL);
-		vhost_eventfd_swap(&vq->err_ctx, NULL);
+		vhc_eventfd_swap(&vq->call_ctx, NULL);
+		vhc_eventfd_swap(&vq->err_ctx, NULL);
 		kvfree(vq->iov);
 		vq->iov = NULL;
 		kvfree(vq->iov_gpa);
@@ -1943,8 +1943,8 @@ static void vhost_dev_reset(struct vhost_dev *dev)
 	WRITE_ONCE(dev->owner, NULL);
 }
 
-int vhost_dev_init(struct vhost_dev *dev, unsigned int nvqs,
-		   const struct vhost_dev_ops *ops, void *priv)
+int vhc_dev_init(struct vhost_dev *dev, unsigned int nvqs,
+		 const struct vhost_dev_ops *ops, void *priv)
 {
 	unsigned int i;
 
@@ -1958,7 +1958,7 @@ int vhost_dev_init(struct vhost_dev *dev, unsigned int nvqs,
 	dev->ops = ops;
 	dev->priv = priv;
 	dev->nvqs = nvqs;
-	INIT_WORK(&dev->reap_work, vhost_worker_reap);
+	INIT_WORK(&dev->reap_work, vhc_worker_reap);
 	dev->vqs = kvcalloc(nvqs, sizeof(*dev->vqs), GFP_KERNEL_ACCOUNT);
 	dev->workers = kcalloc(nvqs, sizeof(*dev->workers), GFP_KERNEL_ACCOUNT);
 	if (!dev->vqs || !dev->workers ||
@@ -1975,10 +1975,10 @@ int vhost_dev_init(struct vhost_dev *dev, unsigned int nvqs,
 	return 0;
 }
 
-void vhost_dev_cleanup(struct vhost_dev *dev)
+void vhc_dev_cleanup(struct vhost_dev *dev)
 {
 	mutex_lock(&dev->mutex);
-	vhost_dev_reset(dev);
+	vhc_dev_reset(dev);
 	mutex_unlock(&dev->mutex);
 	kvfree(dev->vqs);
 	kfree(dev->workers);
@@ -1994,7 +1994,7 @@ void vhost_dev_cleanup(struct vhost_dev *dev)
  * it there) and each ring's mutex is taken once after: no worker batch
  * that began before this returns still writes without logging.
  */
-static void vhost_dev_store_features(struct vhost_dev *dev, u64 features)
+static void vhc_dev_store_features(struct vhost_dev *dev, u64 features)
 {
 	unsigned int i;
 
@@ -2008,7 +2008,7 @@ static void vhost_dev_store_features(struct vhost_dev *dev, u64 features)
 	}
 }
 
-static long vhost_set_features(struct vhost_dev *dev, u64 features)
+static long vhc_set_features(struct vhost_dev *dev, u64 features)
 {
 	/*
 	 * Guest addresses behind a vIOMMU (or encrypted memory: SEV, TDX)
@@ -2027,7 +2027,7 @@ static long vhost_set_features(struct vhost_dev *dev, u64 features)
 		return -EOPNOTSUPP;
 	}
 	if ((features & BIT_ULL(VHOST_F_LOG_ALL)) &&
-	    !vhost_log_covers(dev, dev->umem, dev->log_base)) {
+	    !vhc_log_covers(dev, dev->umem, dev->log_base)) {
 		vhost_dev_log(dev, KERN_WARNING, "owner %d: VHOST_F_LOG_ALL refused: the log base does not cover the memory table\n",
 			      dev->owner_pid);
 		return -EFAULT;
@@ -2037,9 +2037,9 @@ static long vhost_set_features(struct vhost_dev *dev, u64 features)
 	 * worker reads the other features only while running.
 	 */
 	if (((features ^ dev->features) & ~BIT_ULL(VHOST_F_LOG_ALL)) &&
-	    vhost_dev_any_running(dev))
+	    vhc_dev_any_running(dev))
 		return -EBUSY;
-	vhost_dev_store_features(dev, features);
+	vhc_dev_store_features(dev, features);
 	return 0;
 }
 
@@ -2051,8 +2051,8 @@ static long vhost_set_features(struct vhost_dev *dev, u64 features)
  */
 #define SQCQ_FEATURE_WORDS_MAX	64
 
-static long vhost_get_features_array(struct vhost_dev *dev,
-				     struct vhost_features_array __user *arr)
+static long vhc_get_features_array(struct vhost_dev *dev,
+				   struct vhost_features_array __user *arr)
 {
 	u64 count, i;
 
@@ -2067,8 +2067,8 @@ static long vhost_get_features_array(struct vhost_dev *dev,
 	return 0;
 }
 
-static long vhost_set_features_array(struct vhost_dev *dev,
-				     struct vhost_features_array __user *arr)
+static long vhc_set_features_array(struct vhost_dev *dev,
+				   struct vhost_features_array __user *arr)
 {
 	u64 count, i, word, features = 0;
 
@@ -2087,14 +2087,14 @@ static long vhost_set_features_array(struct vhost_dev *dev,
 			return -EOPNOTSUPP;
 		}
 	}
-	return vhost_set_features(dev, features);
+	return vhc_set_features(dev, features);
 }
 
 /* ---- VHOST_NEW_WORKER and friends (docs/host-vhost-core.md) ---- */
 
 /* The worker with id @id, or NULL.  dev->mutex held. */
-static struct vhost_worker *vhost_worker_find(struct vhost_dev *dev,
-					      unsigned int id)
+static struct vhost_worker *vhc_worker_find(struct vhost_dev *dev,
+					    unsigned int id)
 {
 	lockdep_assert_held(&dev->mutex);
 	if (id >= dev->nvqs)
@@ -2107,8 +2107,8 @@ static struct vhost_worker *vhost_worker_find(struct vhost_dev *dev,
  * At most nvqs workers per device, the default one included: enough for a
  * worker per queue, and a bound on the threads a caller can make us start.
  */
-static long vhost_new_worker(struct vhost_dev *dev,
-			     struct vhost_worker_state __user *argp)
+static long vhc_new_worker(struct vhost_dev *dev,
+			   struct vhost_worker_state __user *argp)
 {
 	struct vhost_worker_state st = {};
 	struct vhost_worker *w;
@@ -2119,13 +2119,13 @@ static long vhost_new_worker(struct vhost_dev *dev,
 		;
 	if (id == dev->nvqs)
 		return -ENOSPC;
-	w = vhost_worker_create(dev, id);
+	w = vhc_worker_create(dev, id);
 	if (IS_ERR(w))
 		return PTR_ERR(w);
 	st.worker_id = w->id;
 	if (copy_to_user(argp, &st, sizeof(st))) {
 		/* The caller cannot name it: do not keep it. */
-		vhost_worker_destroy(dev, w);
+		vhc_worker_destroy(dev, w);
 		return -EFAULT;
 	}
 	return 0;
@@ -2137,8 +2137,8 @@ static long vhost_new_worker(struct vhost_dev *dev,
  * loop and lives as long as the owner (upstream frees it too; QEMU never
  * asks).
  */
-static long vhost_free_worker(struct vhost_dev *dev,
-			      struct vhost_worker_state __user *argp)
+static long vhc_free_worker(struct vhost_dev *dev,
+			    struct vhost_worker_state __user *argp)
 {
 	struct vhost_worker_state st;
 	struct vhost_worker *w;
@@ -2146,23 +2146,23 @@ static long vhost_free_worker(struct vhost_dev *dev,
 	lockdep_assert_held(&dev->mutex);
 	if (copy_from_user(&st, argp, sizeof(st)))
 		return -EFAULT;
-	w = vhost_worker_find(dev, st.worker_id);
+	w = vhc_worker_find(dev, st.worker_id);
 	if (!w)
 		return -ENODEV;
 	if (w->attached || w->poller)
 		return -EBUSY;
-	vhost_worker_destroy(dev, w);
+	vhc_worker_destroy(dev, w);
 	return 0;
 }
 
 /*
  * VHOST_ATTACH_VRING_WORKER: move a queue to a worker, stopped or running
  * (as upstream): under the queue's mutex, so the old worker is not inside
- * the ring, with its pending work handed over (vhost_vq_set_worker()).
+ * the ring, with its pending work handed over (vhc_vq_set_worker()).
  * Moving the control queue off the default worker ends SQ/CQ first.
  */
-static long vhost_attach_vring_worker(struct vhost_dev *dev,
-				      struct vhost_vring_worker __user *argp)
+static long vhc_attach_vring_worker(struct vhost_dev *dev,
+				    struct vhost_vring_worker __user *argp)
 {
 	struct vhost_vring_worker vw;
 	struct vhost_worker *w;
@@ -2174,7 +2174,7 @@ static long vhost_attach_vring_worker(struct vhost_dev *dev,
 	if (vw.index >= dev->nvqs)
 		return -ENOBUFS;
 	vq = &dev->vqs[array_index_nospec(vw.index, dev->nvqs)];
-	w = vhost_worker_find(dev, vw.worker_id);
+	w = vhc_worker_find(dev, vw.worker_id);
 	if (!w)
 		return -ENODEV;
 	mutex_lock(&dev->poll_lock);
@@ -2189,15 +2189,15 @@ static long vhost_attach_vring_worker(struct vhost_dev *dev,
 	mutex_lock(&vq->mutex);
 	if (rcu_dereference_protected(vq->worker,
 				      lockdep_is_held(&vq->mutex)) != w)
-		vhost_vq_set_worker(vq, w);
+		vhc_vq_set_worker(vq, w);
 	mutex_unlock(&vq->mutex);
 	mutex_unlock(&dev->poll_lock);
 	return 0;
 }
 
 /* VHOST_GET_VRING_WORKER: the id of the queue's worker. */
-static long vhost_get_vring_worker(struct vhost_dev *dev,
-				   struct vhost_vring_worker __user *argp)
+static long vhc_get_vring_worker(struct vhost_dev *dev,
+				 struct vhost_vring_worker __user *argp)
 {
 	struct vhost_vring_worker vw;
 	struct vhost_worker *w;
@@ -2209,7 +2209,7 @@ static long vhost_get_vring_worker(struct vhost_dev *dev,
 	if (index >= dev->nvqs)
 		return -ENOBUFS;
 	index = array_index_nospec(index, dev->nvqs);
-	/* Written with dev->mutex held (vhost_vq_set_worker()). */
+	/* Written with dev->mutex held (vhc_vq_set_worker()). */
 	w = rcu_dereference_protected(dev->vqs[index].worker,
 				      lockdep_is_held(&dev->mutex));
 	if (!w)
@@ -2223,31 +2223,31 @@ static long vhost_get_vring_worker(struct vhost_dev *dev,
  * The worker ioctls: EINVAL before SET_OWNER (as upstream), EPERM for
  * anyone but the owner.
  */
-static long vhost_worker_ioctl(struct vhost_dev *dev, unsigned int cmd,
-			       void __user *argp)
+static long vhc_worker_ioctl(struct vhost_dev *dev, unsigned int cmd,
+			     void __user *argp)
 {
 	long ret;
 
 	lockdep_assert_held(&dev->mutex);
 	if (!dev->mm)
 		return -EINVAL;
-	ret = vhost_dev_check_owner(dev);
+	ret = vhc_dev_check_owner(dev);
 	if (ret)
 		return ret;
 	switch (cmd) {
 	case VHOST_NEW_WORKER:
-		return vhost_new_worker(dev, argp);
+		return vhc_new_worker(dev, argp);
 	case VHOST_FREE_WORKER:
-		return vhost_free_worker(dev, argp);
+		return vhc_free_worker(dev, argp);
 	case VHOST_ATTACH_VRING_WORKER:
-		return vhost_attach_vring_worker(dev, argp);
+		return vhc_attach_vring_worker(dev, argp);
 	default:
-		return vhost_get_vring_worker(dev, argp);
+		return vhc_get_vring_worker(dev, argp);
 	}
 }
 
-long vhost_dev_ioctl(struct vhost_dev *dev, unsigned int cmd,
-		     void __user *argp)
+long vhc_dev_ioctl(struct vhost_dev *dev, unsigned int cmd,
+		   void __user *argp)
 {
 	u64 features, log_base;
 	long ret;
@@ -2255,24 +2255,24 @@ long vhost_dev_ioctl(struct vhost_dev *dev, unsigned int cmd,
 	mutex_lock(&dev->mutex);
 	switch (cmd) {
 	case VHOST_SET_OWNER:
-		ret = vhost_dev_check_query(dev);
+		ret = vhc_dev_check_query(dev);
 		if (!ret)
-			ret = vhost_set_owner(dev);
+			ret = vhc_set_owner(dev);
 		break;
 	case VHOST_GET_FEATURES:
-		ret = vhost_dev_check_query(dev);
+		ret = vhc_dev_check_query(dev);
 		features = vhost_dev_offered_features(dev);
 		if (!ret && copy_to_user(argp, &features, sizeof(features)))
 			ret = -EFAULT;
 		break;
 	case VHOST_GET_FEATURES_ARRAY:
-		ret = vhost_dev_check_query(dev);
+		ret = vhc_dev_check_query(dev);
 		if (!ret)
-			ret = vhost_get_features_array(dev, argp);
+			ret = vhc_get_features_array(dev, argp);
 		break;
 	case VHOST_GET_BACKEND_FEATURES:
 		/* No backend feature (IOTLB messages etc.) is implemented. */
-		ret = vhost_dev_check_query(dev);
+		ret = vhc_dev_check_query(dev);
 		features = 0;
 		if (!ret && copy_to_user(argp, &features, sizeof(features)))
 			ret = -EFAULT;
@@ -2281,7 +2281,7 @@ long vhost_dev_ioctl(struct vhost_dev *dev, unsigned int cmd,
 	case VHOST_FREE_WORKER:
 	case VHOST_ATTACH_VRING_WORKER:
 	case VHOST_GET_VRING_WORKER:
-		ret = vhost_worker_ioctl(dev, cmd, argp);
+		ret = vhc_worker_ioctl(dev, cmd, argp);
 		break;
 	case VHOST_RESET_OWNER:
 	case VHOST_SET_FEATURES:
@@ -2297,18 +2297,18 @@ long vhost_dev_ioctl(struct vhost_dev *dev, unsigned int cmd,
 	case VHOST_SET_VRING_ERR:
 	case VHOST_SET_LOG_BASE:
 	case VHOST_SET_LOG_FD:
-		ret = vhost_dev_check_owner(dev);
+		ret = vhc_dev_check_owner(dev);
 		if (ret)
 			break;
 		switch (cmd) {
 		case VHOST_RESET_OWNER:
-			vhost_dev_reset(dev);
+			vhc_dev_reset(dev);
 			break;
 		case VHOST_SET_LOG_BASE:
 			if (copy_from_user(&log_base, argp, sizeof(log_base)))
 				ret = -EFAULT;
 			else
-				ret = vhost_dev_set_log_base(dev, log_base);
+				ret = vhc_dev_set_log_base(dev, log_base);
 			break;
 		case VHOST_SET_LOG_FD: {
 			int fd;
@@ -2316,7 +2316,7 @@ long vhost_dev_ioctl(struct vhost_dev *dev, unsigned int cmd,
 			if (get_user(fd, (int __user *)argp))
 				ret = -EFAULT;
 			else
-				ret = vhost_dev_set_log_fd(dev, fd);
+				ret = vhc_dev_set_log_fd(dev, fd);
 			break;
 		}
 		case VHOST_SET_FEATURES:
@@ -2324,18 +2324,18 @@ long vhost_dev_ioctl(struct vhost_dev *dev, unsigned int cmd,
 			if (copy_from_user(&features, argp, sizeof(features)))
 				ret = -EFAULT;
 			else if (cmd == VHOST_SET_FEATURES)
-				ret = vhost_set_features(dev, features);
+				ret = vhc_set_features(dev, features);
 			else if (features)
 				ret = -EOPNOTSUPP;
 			break;
 		case VHOST_SET_FEATURES_ARRAY:
-			ret = vhost_set_features_array(dev, argp);
+			ret = vhc_set_features_array(dev, argp);
 			break;
 		case VHOST_SET_MEM_TABLE:
-			ret = vhost_set_mem_table(dev, argp);
+			ret = vhc_set_mem_table(dev, argp);
 			break;
 		default:
-			ret = vhost_vring_ioctl(dev, cmd, argp);
+			ret = vhc_vring_ioctl(dev, cmd, argp);
 			break;
 		}
 		break;

@@ -33,7 +33,7 @@
 /* The log's page: VHOST_PAGE_SIZE of the UAPI, whatever PAGE_SIZE is. */
 #define SQCQ_LOG_PAGE_SHIFT	12
 
-bool vhost_log_range_ok(u64 base, u64 gpa, u64 len)
+bool vhc_log_range_ok(u64 base, u64 gpa, u64 len)
 {
 	u64 first, last, end;
 
@@ -50,8 +50,8 @@ bool vhost_log_range_ok(u64 base, u64 gpa, u64 len)
 	return access_ok(u64_to_user_ptr(base + first), last - first + 1);
 }
 
-bool vhost_log_covers(struct vhost_dev *dev, const struct vhost_umem *umem,
-		      u64 base)
+bool vhc_log_covers(struct vhost_dev *dev, const struct vhost_umem *umem,
+		    u64 base)
 {
 	unsigned int i;
 
@@ -59,16 +59,16 @@ bool vhost_log_covers(struct vhost_dev *dev, const struct vhost_umem *umem,
 	if (!base)
 		return true;
 	for (i = 0; umem && i < umem->nregions; i++)
-		if (!vhost_log_range_ok(base, umem->r[i].gpa,
-					umem->r[i].last - umem->r[i].gpa + 1))
+		if (!vhc_log_range_ok(base, umem->r[i].gpa,
+				      umem->r[i].last - umem->r[i].gpa + 1))
 			return false;
 	for (i = 0; i < dev->nvqs; i++) {
 		const struct vhost_vq *vq = &dev->vqs[i];
 
 		/* The largest ring: SET_VRING_NUM may come later. */
 		if (vq->log_used &&
-		    !vhost_log_range_ok(base, vq->log_addr,
-					vhost_used_bytes(SQCQ_VQ_MAX_NUM)))
+		    !vhc_log_range_ok(base, vq->log_addr,
+					vhc_used_bytes(SQCQ_VQ_MAX_NUM)))
 			return false;
 	}
 	return true;
@@ -78,7 +78,7 @@ bool vhost_log_covers(struct vhost_dev *dev, const struct vhost_umem *umem,
  * Set bits [@first, @last] (guest page numbers) of the bitmap at @base, in
  * the caller's mm: one pin of each log page they fall in.
  */
-static int vhost_log_set_bits(u64 base, u64 first, u64 last)
+static int vhc_log_set_bits(u64 base, u64 first, u64 last)
 {
 	while (first <= last) {
 		u64 ua = base + first / BITS_PER_BYTE;
@@ -110,7 +110,7 @@ static int vhost_log_set_bits(u64 base, u64 first, u64 last)
 	return 0;
 }
 
-int vhost_log_mark(u64 base, u64 gpa, u64 len)
+int vhc_log_mark(u64 base, u64 gpa, u64 len)
 {
 	u64 last;
 
@@ -118,18 +118,18 @@ int vhost_log_mark(u64 base, u64 gpa, u64 len)
 		return 0;
 	if (check_add_overflow(gpa, len - 1, &last))
 		return -EFAULT;
-	return vhost_log_set_bits(base, gpa >> SQCQ_LOG_PAGE_SHIFT,
+	return vhc_log_set_bits(base, gpa >> SQCQ_LOG_PAGE_SHIFT,
 				  last >> SQCQ_LOG_PAGE_SHIFT);
 }
 
-bool vhost_dev_logging(const struct vhost_dev *dev)
+bool vhc_dev_logging(const struct vhost_dev *dev)
 {
 	return READ_ONCE(dev->log_base) &&
 	       (READ_ONCE(dev->features) & BIT_ULL(VHOST_F_LOG_ALL));
 }
 
-unsigned int vhost_req_in_ranges(const struct vhost_req *req,
-				 struct vhost_log_range *out)
+unsigned int vhc_req_in_ranges(const struct vhost_req *req,
+			       struct vhost_log_range *out)
 {
 	unsigned int i, n = 0;
 
@@ -147,7 +147,7 @@ unsigned int vhost_req_in_ranges(const struct vhost_req *req,
 	return n;
 }
 
-void vhost_dev_log_area(struct vhost_dev *dev, u64 gpa, u64 len)
+void vhc_dev_log_area(struct vhost_dev *dev, u64 gpa, u64 len)
 {
 	u64 base;
 
@@ -157,9 +157,9 @@ void vhost_dev_log_area(struct vhost_dev *dev, u64 gpa, u64 len)
 	 * A release may run in any process: without the owner's mm there
 	 * is no log to write, and no migration to write it for.
 	 */
-	if (!len || !vhost_dev_logging(dev) || current->mm != dev->mm)
+	if (!len || !vhc_dev_logging(dev) || current->mm != dev->mm)
 		return;
-	if (vhost_log_mark(base, gpa, len)) {
+	if (vhc_log_mark(base, gpa, len)) {
 		WRITE_ONCE(dev->stat_log_failures, dev->stat_log_failures + 1);
 		vhost_dev_log(dev, KERN_WARNING, "owner %d: cannot set the SQ/CQ doorbell area in the dirty log\n",
 			      dev->owner_pid);
@@ -172,14 +172,14 @@ void vhost_dev_log_area(struct vhost_dev *dev, u64 gpa, u64 len)
  * new base under its mutex, so once this returns no worker writes to the
  * old bitmap, which the VMM then reads one last time and frees.
  */
-long vhost_dev_set_log_base(struct vhost_dev *dev, u64 base)
+long vhc_dev_set_log_base(struct vhost_dev *dev, u64 base)
 {
 	unsigned int i;
 
 	lockdep_assert_held(&dev->mutex);
 	if ((unsigned long)base != base)
 		return -EFAULT;
-	if (!vhost_log_covers(dev, dev->umem, base)) {
+	if (!vhc_log_covers(dev, dev->umem, base)) {
 		vhost_dev_log(dev, KERN_WARNING, "owner %d: log base 0x%llx refused: the bitmap for the memory table or a used ring is not in user space\n",
 			      dev->owner_pid, base);
 		return -EFAULT;
@@ -199,7 +199,7 @@ long vhost_dev_set_log_base(struct vhost_dev *dev, u64 base)
 }
 
 /* VHOST_SET_LOG_FD: signalled after the host set bits (-1: none). */
-long vhost_dev_set_log_fd(struct vhost_dev *dev, int fd)
+long vhc_dev_set_log_fd(struct vhost_dev *dev, int fd)
 {
 	struct eventfd_ctx *ctx = NULL, *old;
 	unsigned int i;

@@ -75,7 +75,7 @@ static u32 vhost_scsi_bad_request(struct vhost_vq *vq, struct vhost_req *req,
 	pr_warn_ratelimited("owner %d vq %u: malformed %s request (out %zu, in %zu bytes)\n",
 			    vq->dev->owner_pid, vq->index, what, req->out_len,
 			    req->in_len);
-	return vhost_req_copy_to(req, 0, &resp, req->in_len ? 1 : 0);
+	return vhc_req_copy_to(req, 0, &resp, req->in_len ? 1 : 0);
 }
 
 /* Request queues running from the first one on, without a gap. */
@@ -122,18 +122,18 @@ static unsigned int vhost_scsi_ctrl_sqcq(struct vhost_vq *vq, struct vhost_req *
 	 * thread watches their doorbells and wakes their workers
 	 * (docs/host-vhost-core.md, "SQ/CQ and workers").
 	 */
-	if (!vhost_vq_on_poller(vq)) {
+	if (!vhc_vq_on_poller(vq)) {
 		st = subtype == SQCQ_TMF_SUBTYPE_TEARDOWN ? SQCQ_S_NOT_SETUP :
 		     SQCQ_S_NO_RESOURCES;
 		goto out;
 	}
 	lockdep_assert_held(&vdev->poll_lock);
 	if (subtype == SQCQ_TMF_SUBTYPE_TEARDOWN) {
-		st = __vhost_doorbells_detach(vdev, "guest request") ?
+		st = __vhost_sqcq_detach(vdev, "guest request") ?
 		     SQCQ_S_OK : SQCQ_S_NOT_SETUP;
 		goto out;
 	}
-	if (vhost_req_copy_from(req, &rq, sizeof(rq)) != sizeof(rq)) {
+	if (vhc_req_copy_from(req, &rq, sizeof(rq)) != sizeof(rq)) {
 		st = SQCQ_S_BAD_REQUEST;
 		goto out;
 	}
@@ -156,15 +156,15 @@ static unsigned int vhost_scsi_ctrl_sqcq(struct vhost_vq *vq, struct vhost_req *
 	}
 	nq = le16_to_cpu(rq.setup.nqueues);
 	flags = le32_to_cpu(rq.setup.flags);
-	st = __vhost_doorbells_attach(vdev, vq->umem,
-				      le64_to_cpu(rq.setup.area_gpa),
-				     le32_to_cpu(rq.setup.area_len),
-				     SQCQ_FIRST_REQ_VQ, nq, flags);
+	st = __vhost_sqcq_attach(vdev, vq->umem,
+				 le64_to_cpu(rq.setup.area_gpa),
+				 le32_to_cpu(rq.setup.area_len),
+				 SQCQ_FIRST_REQ_VQ, nq, flags);
 	if (st != SQCQ_S_OK)
 		goto out;
 	st = sqcq_check_area_hdr(&vdev->db->area->hdr, &rq.setup);
 	if (st != SQCQ_S_OK) {
-		__vhost_doorbells_detach(vdev, "bad area header");
+		__vhost_sqcq_detach(vdev, "bad area header");
 		goto out;
 	}
 	in->response = VIRTIO_SCSI_S_FUNCTION_SUCCEEDED;
@@ -196,7 +196,7 @@ static u32 vhost_scsi_ctrl_tmf(struct vhost_vq *vq, struct vhost_req *req)
 	u32 subtype;
 
 	if (req->in_len < sizeof(struct virtio_scsi_ctrl_tmf_resp) ||
-	    vhost_req_copy_from(req, &tmf, sizeof(tmf)) != sizeof(tmf))
+	    vhc_req_copy_from(req, &tmf, sizeof(tmf)) != sizeof(tmf))
 		return vhost_scsi_bad_request(vq, req, "TMF");
 	subtype = le32_to_cpu((__force __le32)tmf.subtype);
 	if (subtype != SQCQ_TMF_SUBTYPE_SETUP &&
@@ -210,9 +210,9 @@ static u32 vhost_scsi_ctrl_tmf(struct vhost_vq *vq, struct vhost_req *req)
 
 		pr_warn_ratelimited("owner %d: SQ/CQ request with a %zu-byte answer buffer, rejected\n",
 				    vq->dev->owner_pid, req->in_len);
-		return vhost_req_copy_to(req, 0, &resp, sizeof(resp));
+		return vhc_req_copy_to(req, 0, &resp, sizeof(resp));
 	}
-	return vhost_req_copy_to(req, 0, &in,
+	return vhc_req_copy_to(req, 0, &in,
 				min_t(size_t, req->in_len,
 				      vhost_scsi_ctrl_sqcq(vq, req, subtype, &in)));
 }
@@ -223,19 +223,19 @@ static u32 vhost_scsi_ctrl_an(struct vhost_vq *vq, struct vhost_req *req)
 	struct virtio_scsi_ctrl_an_req an;
 
 	if (req->in_len < sizeof(resp) ||
-	    vhost_req_copy_from(req, &an, sizeof(an)) != sizeof(an))
+	    vhc_req_copy_from(req, &an, sizeof(an)) != sizeof(an))
 		return vhost_scsi_bad_request(vq, req, "AN");
 	/* No asynchronous events are supported: none granted. */
 	resp.event_actual = 0;
 	resp.response = VIRTIO_SCSI_S_OK;
-	return vhost_req_copy_to(req, 0, &resp, sizeof(resp));
+	return vhc_req_copy_to(req, 0, &resp, sizeof(resp));
 }
 
 static u32 vhost_scsi_ctrl_one(struct vhost_vq *vq, struct vhost_req *req)
 {
 	__le32 type;
 
-	if (vhost_req_copy_from(req, &type, sizeof(type)) != sizeof(type))
+	if (vhc_req_copy_from(req, &type, sizeof(type)) != sizeof(type))
 		return vhost_scsi_bad_request(vq, req, "control");
 	switch (le32_to_cpu(type)) {
 	case VIRTIO_SCSI_T_TMF:
@@ -261,7 +261,7 @@ static void vhost_scsi_handle_vq(struct vhost_vq *vq)
 	down_read(&s->ep_rwsem);
 	/* Paused: left in the ring for SET_ENDPOINT, which queues us. */
 	if (!s->ep_paused)
-		vhost_vq_serve_sync(vq, vq->index == SQCQ_CTRL_VQ ?
+		vhc_vq_serve_sync(vq, vq->index == SQCQ_CTRL_VQ ?
 				    vhost_scsi_ctrl_one : vhost_scsi_cmd_one);
 	up_read(&s->ep_rwsem);
 }
@@ -309,7 +309,7 @@ static long vhost_scsi_dev_ioctl(struct vhost_scsi *s, unsigned int cmd,
 	long ret;
 
 	mutex_lock(&vdev->mutex);
-	ret = vhost_dev_check_owner(vdev);
+	ret = vhc_dev_check_owner(vdev);
 	if (cmd == VHOST_SCSI_GET_ABI_VERSION && ret && !vdev->mm)
 		ret = 0;	/* a constant: answered before SET_OWNER too */
 	if (ret)
@@ -374,7 +374,7 @@ static int vhost_scsi_queues_show(struct seq_file *m, void *v)
 		   READ_ONCE(s->vdev.stat_handoffs),
 		   READ_ONCE(s->vdev.poll_spin));
 	seq_printf(m, "dirty_log: %s\nlog_failures: %llu\n",
-		   vhost_dev_logging(&s->vdev) ? "on" : "off",
+		   vhc_dev_logging(&s->vdev) ? "on" : "off",
 		   READ_ONCE(s->vdev.stat_log_failures));
 	/* Printed under the lock: no copy of the mask on the stack. */
 	spin_lock(&s->vdev.poll_own_lock);
@@ -399,7 +399,7 @@ static int vhost_scsi_queues_show(struct seq_file *m, void *v)
 			   READ_ONCE(vq->stat_kicks), READ_ONCE(vq->stat_calls),
 			   READ_ONCE(vq->stat_doorbells),
 			   READ_ONCE(vq->stat_calls_saved),
-			   vhost_vq_worker_id(vq),
+			   vhc_vq_worker_id(vq),
 			   READ_ONCE(vq->stat_handoffs),
 			   READ_ONCE(vq->stat_log_writes));
 	}
@@ -427,7 +427,7 @@ static int vhost_scsi_open(struct inode *inode, struct file *f)
 		return -ENOMEM;
 	ret = vhost_scsi_tcm_init(s);
 	if (!ret) {
-		ret = vhost_dev_init(&s->vdev, SQCQ_NVQS, &vhost_scsi_dev_ops, s);
+		ret = vhc_dev_init(&s->vdev, SQCQ_NVQS, &vhost_scsi_dev_ops, s);
 		if (ret)
 			vhost_scsi_tcm_free(s);
 	}
@@ -452,7 +452,7 @@ static int vhost_scsi_release(struct inode *inode, struct file *f)
 	/* Waits for readers of the counters before the device goes. */
 	debugfs_remove_recursive(s->dbg);
 	/* Unbinds the targets and waits for every request (reset op). */
-	vhost_dev_cleanup(&s->vdev);
+	vhc_dev_cleanup(&s->vdev);
 	vhost_scsi_tcm_free(s);
 	kfree(s);
 	return 0;
@@ -465,7 +465,7 @@ static long vhost_scsi_ioctl(struct file *f, unsigned int cmd,
 	void __user *argp = (void __user *)arg;
 	long ret;
 
-	ret = vhost_dev_ioctl(&s->vdev, cmd, argp);
+	ret = vhc_dev_ioctl(&s->vdev, cmd, argp);
 	if (ret != -ENOIOCTLCMD)
 		return ret;
 	switch (cmd) {
@@ -517,7 +517,7 @@ DEFINE_SHOW_ATTRIBUTE(vhost_scsi_params);
 
 static int vhost_scsi_pollers_show(struct seq_file *m, void *v)
 {
-	vhost_poll_groups_show(m);
+	vhc_poll_groups_show(m);
 	return 0;
 }
 DEFINE_SHOW_ATTRIBUTE(vhost_scsi_pollers);
@@ -593,7 +593,7 @@ static void __exit vhost_scsi_exit(void)
 	misc_deregister(&vhost_scsi_misc);
 	vhost_scsi_unregister();
 	debugfs_remove_recursive(vhost_scsi_debugfs);
-	vhost_poll_groups_exit();
+	vhc_poll_groups_exit();
 	sqcq_param_exit();
 	pr_info("unloaded\n");
 }

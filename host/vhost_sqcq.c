@@ -12,8 +12,8 @@
  * a worker of its own (VHOST_ATTACH_VRING_WORKER, QEMU's
  * worker_per_virtqueue) to that worker, which serves it on its CPU.
  * Completions publish the CQ index and signal only when the guest's
- * poller asked for it (vhost_doorbells_publish_cq(), called from the one
- * notify decision point, vhost_vq_notify()).
+ * poller asked for it (vhost_sqcq_publish_cq(), called from the one
+ * notify decision point, vhc_vq_notify()).
  *
  * Teardown (guest request, device reset, CLEAR_ENDPOINT, a ring stopped, a
  * memory table that no longer maps the area, the control ring moved to a
@@ -49,7 +49,7 @@ struct vhost_poll_group {
 
 static void vhost_poll_group_unpark(struct vhost_dev *dev);
 
-static void vhost_db_free(struct vhost_doorbells *db)
+static void vhost_db_free(struct vhost_sqcq *db)
 {
 	if (db->vaddr)
 		vunmap(db->vaddr);
@@ -59,12 +59,12 @@ static void vhost_db_free(struct vhost_doorbells *db)
 	kfree(db);
 }
 
-int __vhost_doorbells_attach(struct vhost_dev *dev,
-			     const struct vhost_umem *umem, u64 gpa, u32 len,
-			    unsigned int first_vq, unsigned int nq, u32 flags)
+int __vhost_sqcq_attach(struct vhost_dev *dev,
+			const struct vhost_umem *umem, u64 gpa, u32 len,
+			unsigned int first_vq, unsigned int nq, u32 flags)
 {
 	const struct vhost_mem_region *r;
-	struct vhost_doorbells *db;
+	struct vhost_sqcq *db;
 	unsigned int i, off;
 	int got;
 
@@ -72,7 +72,7 @@ int __vhost_doorbells_attach(struct vhost_dev *dev,
 	if (dev->db)
 		return SQCQ_S_BUSY;
 	/* The whole area in one region: one contiguous user range. */
-	r = vhost_umem_lookup(umem, gpa);
+	r = vhc_umem_lookup(umem, gpa);
 	if (!r || gpa + len - 1 > r->last)
 		return SQCQ_S_BAD_ADDR;
 
@@ -123,7 +123,7 @@ int __vhost_doorbells_attach(struct vhost_dev *dev,
 		WRITE_ONCE(vq->cq_by_irq, !(flags & SQCQ_F_CQ_POLL));
 		/*
 		 * The CQ index and cq_by_irq above before the pointer: pairs
-		 * with the acquire load of vq->cq in vhost_vq_notify().
+		 * with the acquire load of vq->cq in vhc_vq_notify().
 		 */
 		smp_store_release(&vq->cq, &ql->cq_line.cq);
 	}
@@ -141,9 +141,9 @@ fail:
 	return SQCQ_S_NO_RESOURCES;
 }
 
-bool __vhost_doorbells_detach(struct vhost_dev *dev, const char *why)
+bool __vhost_sqcq_detach(struct vhost_dev *dev, const char *why)
 {
-	struct vhost_doorbells *db = dev->db;
+	struct vhost_sqcq *db = dev->db;
 	unsigned int i;
 
 	lockdep_assert_held(&dev->poll_lock);
@@ -156,8 +156,8 @@ bool __vhost_doorbells_detach(struct vhost_dev *dev, const char *why)
 		struct vhost_vq *vq = &dev->vqs[db->first_vq + i];
 
 		/* Kick me from now on; full barrier inside. */
-		sqcq_stop_polling(&vq->sq->flags, VRING_SQ_F_NEED_WAKEUP,
-				  VRING_SQ_F_STOPPED);
+		sqcq_stop_polling(&vq->sq->flags, SQCQ_SQ_F_NEED_WAKEUP,
+				  SQCQ_SQ_F_STOPPED);
 		WRITE_ONCE(vq->sq, NULL);
 		WRITE_ONCE(vq->cq, NULL);
 	}
@@ -165,8 +165,8 @@ bool __vhost_doorbells_detach(struct vhost_dev *dev, const char *why)
 	/*
 	 * Two writers reach the area without poll_lock, each inside an RCU
 	 * read section: a kick's wakeup callback withdrawing SQ NEED_WAKEUP
-	 * (vhost_doorbells_kicked()), and a worker of its own publishing
-	 * its queue's CQ doorbell (vhost_vq_notify()).  Wait for both to
+	 * (vhost_sqcq_kicked()), and a worker of its own publishing
+	 * its queue's CQ doorbell (vhc_vq_notify()).  Wait for both to
 	 * leave the area before it goes.
 	 */
 	synchronize_rcu();
@@ -177,7 +177,7 @@ bool __vhost_doorbells_detach(struct vhost_dev *dev, const char *why)
 	 * copy.  Logging each CQ publish instead would cost a log write per
 	 * completion batch, on the path SQ/CQ exists to make cheap.
 	 */
-	vhost_dev_log_area(dev, db->gpa, db->len);
+	vhc_dev_log_area(dev, db->gpa, db->len);
 	vhost_db_free(db);
 	vhost_dev_log(dev, KERN_INFO, "owner %d: SQ/CQ stopped (%s), queues back to classic\n",
 		      dev->owner_pid, why);
@@ -187,7 +187,7 @@ bool __vhost_doorbells_detach(struct vhost_dev *dev, const char *why)
 	 */
 	for (i = 0; i < dev->nvqs; i++)
 		if (READ_ONCE(dev->vqs[i].running))
-			vhost_vq_queue_work(&dev->vqs[i]);
+			vhc_vq_queue_work(&dev->vqs[i]);
 	return true;
 }
 
@@ -197,7 +197,7 @@ bool __vhost_doorbells_detach(struct vhost_dev *dev, const char *why)
  * memory there, which the guest now writes while we would keep polling the
  * old pages.  Called by the owner (an ioctl), so current->mm is its mm.
  */
-static bool vhost_db_pages_current(const struct vhost_doorbells *db)
+static bool vhost_db_pages_current(const struct vhost_sqcq *db)
 {
 	struct page **now;
 	bool same;
@@ -216,25 +216,25 @@ static bool vhost_db_pages_current(const struct vhost_doorbells *db)
 	return same;
 }
 
-void vhost_doorbells_revalidate(struct vhost_dev *dev,
-				const struct vhost_umem *umem)
+void vhost_sqcq_revalidate(struct vhost_dev *dev,
+			   const struct vhost_umem *umem)
 {
 	const struct vhost_mem_region *r;
-	struct vhost_doorbells *db;
+	struct vhost_sqcq *db;
 
 	mutex_lock(&dev->poll_lock);
 	db = dev->db;
 	if (db) {
-		r = vhost_umem_lookup(umem, db->gpa);
+		r = vhc_umem_lookup(umem, db->gpa);
 		if (!r || db->gpa + db->len - 1 > r->last ||
 		    r->uaddr + (db->gpa - r->gpa) != db->uaddr ||
 		    !vhost_db_pages_current(db))
-			__vhost_doorbells_detach(dev, "memory table changed");
+			__vhost_sqcq_detach(dev, "memory table changed");
 	}
 	mutex_unlock(&dev->poll_lock);
 }
 
-bool vhost_doorbells_cover(struct vhost_dev *dev, const struct vhost_vq *vq)
+bool vhost_sqcq_cover(struct vhost_dev *dev, const struct vhost_vq *vq)
 {
 	lockdep_assert_held(&dev->poll_lock);
 	return dev->db && vq->index >= dev->db->first_vq &&
@@ -247,10 +247,10 @@ bool vhost_doorbells_cover(struct vhost_dev *dev, const struct vhost_vq *vq)
  * and publishes its CQ doorbell.  The full barrier of the bit set there
  * orders our read of the SQ index before the worker's read of the ring.
  */
-static void vhost_doorbells_hand_off(struct vhost_vq *vq)
+static void vhost_sqcq_hand_off(struct vhost_vq *vq)
 {
 	WRITE_ONCE(vq->stat_handoffs, vq->stat_handoffs + 1);
-	vhost_vq_queue_work(vq);
+	vhc_vq_queue_work(vq);
 }
 
 /*
@@ -258,7 +258,7 @@ static void vhost_doorbells_hand_off(struct vhost_vq *vq)
  * held, or, while the device is parked on a shared poller (which only its
  * worker does, with poll_lock held), that poller, with its lock held.
  */
-static void vhost_doorbells_assert_owner(struct vhost_dev *dev)
+static void vhost_sqcq_assert_owner(struct vhost_dev *dev)
 {
 	if (list_empty(&dev->pg_node))
 		lockdep_assert_held(&dev->poll_lock);
@@ -272,11 +272,11 @@ static void vhost_doorbells_assert_owner(struct vhost_dev *dev)
  * bogus index only makes the worker look at the ring, which is checked on
  * its own (avail->idx), so no trust is needed.
  */
-static bool vhost_doorbells_take(struct vhost_vq *vq)
+static bool vhost_sqcq_take(struct vhost_vq *vq)
 {
 	u16 idx;
 
-	vhost_doorbells_assert_owner(vq->dev);
+	vhost_sqcq_assert_owner(vq->dev);
 	idx = sqcq_consume_idx(&vq->sq->idx);
 
 	if (idx == vq->sq_seen)
@@ -290,10 +290,10 @@ static bool vhost_doorbells_take(struct vhost_vq *vq)
  * Serve every polled queue whose SQ index moved, or hand it to its own
  * worker; true if any moved.
  */
-static bool vhost_doorbells_poll(struct vhost_worker *w)
+static bool vhost_sqcq_poll(struct vhost_worker *w)
 {
 	struct vhost_dev *dev = w->dev;
-	struct vhost_doorbells *db = dev->db;
+	struct vhost_sqcq *db = dev->db;
 	bool work = false;
 	unsigned int i;
 
@@ -301,11 +301,11 @@ static bool vhost_doorbells_poll(struct vhost_worker *w)
 	for (i = 0; i < db->nq; i++) {
 		struct vhost_vq *vq = &dev->vqs[db->first_vq + i];
 
-		if (!vhost_doorbells_take(vq))
+		if (!vhost_sqcq_take(vq))
 			continue;
 		/* vq->worker is stable under poll_lock. */
-		if (vhost_vq_on_poller(vq)) {
-			vhost_worker_serve(vq, w);
+		if (vhc_vq_on_poller(vq)) {
+			vhc_worker_serve(vq, w);
 			/*
 			 * Up to a weight of requests per queue, and a device
 			 * has up to 128 queues: a scheduling point (and an
@@ -315,7 +315,7 @@ static bool vhost_doorbells_poll(struct vhost_worker *w)
 			 */
 			cond_resched_tasks_rcu_qs();
 		} else {
-			vhost_doorbells_hand_off(vq);
+			vhost_sqcq_hand_off(vq);
 		}
 		work = true;
 	}
@@ -327,25 +327,25 @@ static bool vhost_doorbells_poll(struct vhost_worker *w)
  * index (docs/protocol.md section 4); pairs with sqcq_publish() in the
  * guest's submit path.  False, with the flags withdrawn, when a queue has
  * new requests.  The worker that sleeps is armed: TASK_INTERRUPTIBLE,
- * woken by kicks (vhost_vq_queue_work()).  Called by the worker, or by the
+ * woken by kicks (vhc_vq_queue_work()).  Called by the worker, or by the
  * shared poller while the device is parked there and its worker asleep
  * (vhost_poll_group_let_go()).
  */
-static bool vhost_doorbells_prepare_sleep(struct vhost_dev *dev)
+static bool vhost_sqcq_prepare_sleep(struct vhost_dev *dev)
 {
-	struct vhost_doorbells *db = dev->db;
+	struct vhost_sqcq *db = dev->db;
 	unsigned int i, j;
 
-	vhost_doorbells_assert_owner(dev);
+	vhost_sqcq_assert_owner(dev);
 	for (i = 0; i < db->nq; i++) {
 		struct vhost_vq *vq = &dev->vqs[db->first_vq + i];
 
-		if (sqcq_prepare_sleep(&vq->sq->flags, VRING_SQ_F_NEED_WAKEUP,
+		if (sqcq_prepare_sleep(&vq->sq->flags, SQCQ_SQ_F_NEED_WAKEUP,
 				       &vq->sq->idx, vq->sq_seen))
 			continue;
 		for (j = 0; j < i; j++)
 			sqcq_clear_need_wakeup(&dev->vqs[db->first_vq + j].sq->flags,
-					       VRING_SQ_F_NEED_WAKEUP);
+					       SQCQ_SQ_F_NEED_WAKEUP);
 		return false;
 	}
 	return true;
@@ -357,15 +357,15 @@ static bool vhost_doorbells_prepare_sleep(struct vhost_dev *dev)
  * the guest.  A request published before the guest saw the flag was not
  * kicked: the next pass finds it through the index, as it would anyway.
  */
-static void vhost_doorbells_request_kicks(struct vhost_dev *dev)
+static void vhost_sqcq_request_kicks(struct vhost_dev *dev)
 {
-	struct vhost_doorbells *db = dev->db;
+	struct vhost_sqcq *db = dev->db;
 	unsigned int i;
 
-	vhost_doorbells_assert_owner(dev);
+	vhost_sqcq_assert_owner(dev);
 	for (i = 0; i < db->nq; i++)
 		sqcq_request_notify(&dev->vqs[db->first_vq + i].sq->flags,
-				    VRING_SQ_F_NEED_WAKEUP);
+				    SQCQ_SQ_F_NEED_WAKEUP);
 }
 
 /*
@@ -373,17 +373,17 @@ static void vhost_doorbells_request_kicks(struct vhost_dev *dev)
  * a spinning poller does not dirty the line the guest reads on every
  * submit.  No barrier: see sqcq_clear_need_wakeup().
  */
-static void vhost_doorbells_awake(struct vhost_dev *dev)
+static void vhost_sqcq_awake(struct vhost_dev *dev)
 {
-	struct vhost_doorbells *db = dev->db;
+	struct vhost_sqcq *db = dev->db;
 	unsigned int i;
 
-	vhost_doorbells_assert_owner(dev);
+	vhost_sqcq_assert_owner(dev);
 	for (i = 0; i < db->nq; i++) {
 		__le16 *flags = &dev->vqs[db->first_vq + i].sq->flags;
 
-		if (sqcq_load16(flags) & VRING_SQ_F_NEED_WAKEUP)
-			sqcq_clear_need_wakeup(flags, VRING_SQ_F_NEED_WAKEUP);
+		if (sqcq_load16(flags) & SQCQ_SQ_F_NEED_WAKEUP)
+			sqcq_clear_need_wakeup(flags, SQCQ_SQ_F_NEED_WAKEUP);
 	}
 }
 
@@ -391,7 +391,7 @@ static void vhost_doorbells_awake(struct vhost_dev *dev)
  * The guest kicked a ring whose SQ doorbell is installed: its poller asked
  * for that (SQ NEED_WAKEUP: it sleeps, yields or is parked) and is about
  * to be woken.  Without more, the flag stays set until the woken poller's
- * next pass clears it (vhost_doorbells_awake()), and the guest kicks for
+ * next pass clears it (vhost_sqcq_awake()), and the guest kicks for
  * every request it publishes meanwhile, where classic's avail_event asks
  * for one kick a sleep (bench/RESULTS.md, 2026-12-05: +0.15-0.20 exits
  * per I/O at QD32).  So the kick withdraws the flag at once.
@@ -411,23 +411,23 @@ static void vhost_doorbells_awake(struct vhost_dev *dev)
  * kick_wake_first; correct_kick_clear checks this order).
  *
  * The area stays mapped while our caller is in its RCU read section:
- * __vhost_doorbells_detach() clears vq->sq and waits for a grace period
+ * __vhost_sqcq_detach() clears vq->sq and waits for a grace period
  * before it unmaps.
  */
-void vhost_doorbells_kicked(struct vring_sq *sq)
+void vhost_sqcq_kicked(struct sqcq_sq *sq)
 {
 	u32 *word = (u32 *)sq;
 	u32 old = READ_ONCE(*word), prev;
 	union {
-		struct vring_sq sq;
+		struct sqcq_sq sq;
 		u32 word;
 	} want;
 	int tries;
 
-	BUILD_BUG_ON(sizeof(struct vring_sq) != sizeof(u32));
+	BUILD_BUG_ON(sizeof(struct sqcq_sq) != sizeof(u32));
 	for (tries = 0; tries < 4; tries++) {
 		want.word = old;
-		if (want.sq.flags != cpu_to_le16(VRING_SQ_F_NEED_WAKEUP))
+		if (want.sq.flags != cpu_to_le16(SQCQ_SQ_F_NEED_WAKEUP))
 			return;
 		want.sq.flags = 0;
 		prev = cmpxchg(word, old, want.word);
@@ -455,7 +455,7 @@ void vhost_doorbells_kicked(struct vring_sq *sq)
  * A parked device's doorbells are read by the poller without poll_lock:
  * the device is on the poller's list only while its worker sleeps, and
  * whoever removes the doorbells takes it off the list first, under the
- * poller's lock (__vhost_doorbells_detach()).  vq->sq_seen and the
+ * poller's lock (__vhost_sqcq_detach()).  vq->sq_seen and the
  * device's poll counters are the worker's while it runs and the poller's
  * while the device is listed.
  */
@@ -502,7 +502,7 @@ static void vhost_poll_group_hand_back(struct vhost_poll_group *g,
 	WRITE_ONCE(dev->stat_handoffs, dev->stat_handoffs + 1);
 	WRITE_ONCE(g->stat_handoffs, g->stat_handoffs + 1);
 	/* Parked: the worker sleeps in vhost_sqcq_poll_run() and is alive. */
-	vhost_worker_wake(dev->pg_worker);
+	vhc_worker_wake(dev->pg_worker);
 }
 
 /*
@@ -529,11 +529,11 @@ static void vhost_poll_group_hand_back(struct vhost_poll_group *g,
 static bool vhost_poll_group_scan(struct vhost_poll_group *g,
 				  struct vhost_dev *dev)
 {
-	struct vhost_doorbells *db = dev->db;
+	struct vhost_sqcq *db = dev->db;
 	bool work = false;
 	unsigned int i;
 
-	vhost_doorbells_assert_owner(dev);
+	vhost_sqcq_assert_owner(dev);
 	for (i = 0; i < db->nq; i++) {
 		struct vhost_vq *vq = &dev->vqs[db->first_vq + i];
 
@@ -547,7 +547,7 @@ static bool vhost_poll_group_scan(struct vhost_poll_group *g,
 		/*
 		 * Which worker serves the queue may change under us (the
 		 * owner moves queues under poll_lock, not our lock): either
-		 * answer is safe, as vhost_vq_queue_work() queues the queue on
+		 * answer is safe, as vhc_vq_queue_work() queues the queue on
 		 * whichever worker has it by then.
 		 */
 		if (rcu_access_pointer(vq->worker) == dev->pg_worker ||
@@ -555,9 +555,9 @@ static bool vhost_poll_group_scan(struct vhost_poll_group *g,
 			vhost_poll_group_hand_back(g, dev);
 			return true;
 		}
-		if (vhost_doorbells_take(vq)) {
+		if (vhost_sqcq_take(vq)) {
 			dev->pg_handoffs++;
-			vhost_doorbells_hand_off(vq);
+			vhost_sqcq_hand_off(vq);
 		}
 	}
 	return work;
@@ -576,7 +576,7 @@ static void vhost_poll_group_let_go(struct vhost_poll_group *g,
 	lockdep_assert_held(&g->lock);
 	list_for_each_entry_safe(dev, tmp, &g->devs, pg_node) {
 		/* Full barrier inside, pairs with sqcq_publish() in the guest. */
-		if (!vhost_doorbells_prepare_sleep(dev)) {
+		if (!vhost_sqcq_prepare_sleep(dev)) {
 			vhost_poll_group_hand_back(g, dev);
 			continue;
 		}
@@ -634,7 +634,7 @@ static int vhost_poll_group_fn(void *data)
 		list_for_each_entry_safe(dev, tmp, &g->devs, pg_node) {
 			/* Polling again after a yield: no kicks wanted. */
 			if (yielded)
-				vhost_doorbells_awake(dev);
+				vhost_sqcq_awake(dev);
 			work |= vhost_poll_group_scan(g, dev);
 		}
 		now = ktime_get_ns();
@@ -654,7 +654,7 @@ static int vhost_poll_group_fn(void *data)
 		} else if (step == SQCQ_POLL_YIELD) {
 			/* Kicks while the other task runs; they stay parked. */
 			list_for_each_entry(dev, &g->devs, pg_node)
-				vhost_doorbells_request_kicks(dev);
+				vhost_sqcq_request_kicks(dev);
 			WRITE_ONCE(g->stat_yields, g->stat_yields + 1);
 		}
 		spin_unlock(&g->lock);
@@ -751,7 +751,7 @@ static void vhost_worker_allow_but(struct vhost_dev *dev,
 
 	if (!zalloc_cpumask_var(&unbound, GFP_KERNEL))
 		return;		/* the worker stays where it is */
-	vhost_worker_unbound_cpus(dev, unbound);
+	vhc_worker_unbound_cpus(dev, unbound);
 	if (zalloc_cpumask_var(&mask, GFP_KERNEL) &&
 	    cpumask_andnot(mask, unbound, off))
 		set_cpus_allowed_ptr(current, mask);
@@ -803,7 +803,7 @@ static int vhost_sqcq_pick_cpu(struct vhost_dev *dev)
 /*
  * Bind the calling poller (the device's worker) to @cpu; with none
  * (nr_cpu_ids), back to where the worker runs unbound
- * (vhost_worker_unbound_cpus()).  A @cpu that is offline leaves it
+ * (vhc_worker_unbound_cpus()).  A @cpu that is offline leaves it
  * unbound, with one line, until that CPU comes back.
  */
 static void vhost_sqcq_poll_bind(struct vhost_dev *dev, int cpu)
@@ -812,7 +812,7 @@ static void vhost_sqcq_poll_bind(struct vhost_dev *dev, int cpu)
 
 	if (cpu < 0 || !zalloc_cpumask_var(&unbound, GFP_KERNEL))
 		return;		/* stays where it is */
-	vhost_worker_unbound_cpus(dev, unbound);
+	vhc_worker_unbound_cpus(dev, unbound);
 	cpu = sqcq_poll_bind_current_to(cpu, unbound);
 	free_cpumask_var(unbound);
 
@@ -884,7 +884,7 @@ void vhost_sqcq_worker_place(struct vhost_worker *w)
 	free_cpumask_var(poll);
 }
 
-void vhost_poll_groups_show(struct seq_file *m)
+void vhc_poll_groups_show(struct seq_file *m)
 {
 	struct vhost_poll_group *g;
 	unsigned int cpu;
@@ -909,7 +909,7 @@ void vhost_poll_groups_show(struct seq_file *m)
 	mutex_unlock(&vhost_pg_mutex);
 }
 
-void vhost_poll_groups_exit(void)
+void vhc_poll_groups_exit(void)
 {
 	unsigned int cpu;
 
@@ -929,13 +929,13 @@ static bool vhost_sqcq_poll_active(struct vhost_worker *w)
 	struct vhost_dev *dev = w->dev;
 
 	lockdep_assert_held(&dev->poll_lock);
-	return dev->db && dev->db->sq_poll && !vhost_worker_should_stop(w);
+	return dev->db && dev->db->sq_poll && !vhc_worker_should_stop(w);
 }
 
 /* Whether a request queue's SQ index moved since the poller last acted. */
-static bool vhost_doorbells_moved(struct vhost_dev *dev)
+static bool vhost_sqcq_moved(struct vhost_dev *dev)
 {
-	struct vhost_doorbells *db = dev->db;
+	struct vhost_sqcq *db = dev->db;
 	unsigned int i;
 
 	lockdep_assert_held(&dev->poll_lock);
@@ -963,9 +963,9 @@ static void vhost_sqcq_trace_wake(struct vhost_worker *w, int bound_gen,
 	lockdep_assert_held(&dev->poll_lock);
 	if (!vhost_sqcq_poll_active(w))
 		why = SQCQ_WAKE_STOP;
-	else if (vhost_doorbells_moved(dev))
+	else if (vhost_sqcq_moved(dev))
 		why = SQCQ_WAKE_REQUEST;
-	else if (vhost_worker_has_pending(w))
+	else if (vhc_worker_has_pending(w))
 		why = SQCQ_WAKE_WORK;
 	else if (atomic_read(&sqcq_poll_cpu_gen) != bound_gen)
 		why = SQCQ_WAKE_CPUS;
@@ -985,7 +985,7 @@ static void vhost_sqcq_trace_wake(struct vhost_worker *w, int bound_gen,
  *     clears the flags;
  *   - sleep (idle window over, or still contended after a yield): the
  *     handshake of docs/protocol.md section 4: task state, NEED_WAKEUP on
- *     every SQ, full barrier, re-check (vhost_doorbells_prepare_sleep()),
+ *     every SQ, full barrier, re-check (vhost_sqcq_prepare_sleep()),
  *     schedule(); the next pass clears the flags.
  *
  * The idle window adapts to the gaps between requests below poll_idle_us
@@ -1013,19 +1013,19 @@ void vhost_sqcq_poll_run(struct vhost_worker *w)
 			mutex_unlock(&dev->poll_lock);
 			return;
 		}
-		vhost_doorbells_awake(dev);
+		vhost_sqcq_awake(dev);
 		gen = atomic_read(&sqcq_poll_cpu_gen);
 		if (gen != bound_gen) {
 			bound_gen = gen;
 			vhost_sqcq_poll_choose(dev);
 		}
-		work = vhost_worker_serve_pending(w);
+		work = vhc_worker_serve_pending(w);
 		/* Serving may have torn the doorbells down (a guest request). */
 		if (!vhost_sqcq_poll_active(w)) {
 			mutex_unlock(&dev->poll_lock);
 			return;
 		}
-		work |= vhost_doorbells_poll(w);
+		work |= vhost_sqcq_poll(w);
 		if (dev->pg) {
 			/*
 			 * A shared poller watches for us: serve while there
@@ -1039,7 +1039,7 @@ void vhost_sqcq_poll_run(struct vhost_worker *w)
 			served |= work;
 			if (!work)
 				set_current_state(TASK_INTERRUPTIBLE);
-			if (work || vhost_worker_has_pending(w)) {
+			if (work || vhc_worker_has_pending(w)) {
 				__set_current_state(TASK_RUNNING);
 				mutex_unlock(&dev->poll_lock);
 				cond_resched_tasks_rcu_qs();
@@ -1076,7 +1076,7 @@ void vhost_sqcq_poll_run(struct vhost_worker *w)
 		}
 		yielded = step == SQCQ_POLL_YIELD;
 		if (step == SQCQ_POLL_YIELD) {
-			vhost_doorbells_request_kicks(dev);
+			vhost_sqcq_request_kicks(dev);
 			WRITE_ONCE(dev->stat_yields, dev->stat_yields + 1);
 		}
 		if (step != SQCQ_POLL_SLEEP) {
@@ -1084,10 +1084,10 @@ void vhost_sqcq_poll_run(struct vhost_worker *w)
 			sqcq_poll_pass_end(step, work);
 			continue;
 		}
-		/* Armed before the re-checks: see vhost_vq_queue_work(). */
+		/* Armed before the re-checks: see vhc_vq_queue_work(). */
 		set_current_state(TASK_INTERRUPTIBLE);
-		if (vhost_worker_has_pending(w) ||
-		    !vhost_doorbells_prepare_sleep(dev)) {
+		if (vhc_worker_has_pending(w) ||
+		    !vhost_sqcq_prepare_sleep(dev)) {
 			__set_current_state(TASK_RUNNING);
 			mutex_unlock(&dev->poll_lock);
 			continue;
@@ -1107,7 +1107,7 @@ void vhost_sqcq_poll_run(struct vhost_worker *w)
 	}
 }
 
-bool vhost_doorbells_publish_cq(struct vhost_vq *vq, struct vring_cq *cq)
+bool vhost_sqcq_publish_cq(struct vhost_vq *vq, struct sqcq_cq *cq)
 {
 	lockdep_assert_held(&vq->mutex);
 	/*
@@ -1117,15 +1117,15 @@ bool vhost_doorbells_publish_cq(struct vhost_vq *vq, struct vring_cq *cq)
 	 * Pairs with sqcq_prepare_sleep() in the guest poller.
 	 */
 	return sqcq_publish(&cq->idx, vq->last_used_idx, &cq->flags,
-			    VRING_CQ_F_NEED_WAKEUP);
+			    SQCQ_CQ_F_NEED_WAKEUP);
 }
 
 const struct vhost_sqcq_ops vhost_sqcq_ops = {
 	.place_worker	= vhost_sqcq_worker_place,
 	.poll_run	= vhost_sqcq_poll_run,
-	.kicked		= vhost_doorbells_kicked,
-	.publish_cq	= vhost_doorbells_publish_cq,
-	.detach		= __vhost_doorbells_detach,
-	.cover		= vhost_doorbells_cover,
-	.revalidate	= vhost_doorbells_revalidate,
+	.kicked		= vhost_sqcq_kicked,
+	.publish_cq	= vhost_sqcq_publish_cq,
+	.detach		= __vhost_sqcq_detach,
+	.cover		= vhost_sqcq_cover,
+	.revalidate	= vhost_sqcq_revalidate,
 };

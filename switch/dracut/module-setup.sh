@@ -5,7 +5,8 @@
 # Included while virtio-sqcq-guest is on (the modprobe configuration
 # blacklists virtio_scsi): the image gets virtio_scsi_sqcq, which udev then
 # loads for the controllers there, root disk included, and the switch file
-# with the blacklist (dracut copies /etc/modprobe.d only in hostonly mode).
+# with the blacklist, and the options file /etc/modprobe.d/virtio-sqcq.conf
+# (dracut copies /etc/modprobe.d only in hostonly mode).
 # The in-tree virtio_scsi comes along, and /usr/lib/virtio-sqcq/guest-load,
 # which the switch's install line runs: it loads virtio_scsi instead where
 # ours cannot drive a controller, or with virtio_sqcq.off=1 on the kernel
@@ -36,9 +37,13 @@ installkernel() {
 # called by dracut, after 90kernel-modules has copied the modprobe.d files
 install() {
 	local conf=/etc/modprobe.d/virtio-sqcq-driver.conf
+	local opts=/etc/modprobe.d/virtio-sqcq.conf
 
 	if modinfo -k "$kernel" -n virtio_scsi_sqcq >/dev/null 2>&1; then
 		[[ -e $conf ]] && inst_simple "$conf"
+		# The module's options, so that the root disk's controller is
+		# probed with them too (not copied without hostonly either).
+		[[ -e $opts ]] && inst_simple "$opts"
 		# Run by the switch's install line (fallback, virtio_sqcq.off=1).
 		inst_simple /usr/lib/virtio-sqcq/guest-load
 		inst_multiple sh cat

@@ -33,22 +33,21 @@
 # about three times a clean run on 2 busy cores).
 set -euo pipefail
 
-here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-ROOT=$(cd "$here/../.." && pwd)
-cd "$ROOT"
+# shellcheck source=tests/lib/stage.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/stage.sh"
 # shellcheck source=tests/vm/common.sh
 . tests/vm/common.sh
 
 id=debug timeout_s=300
 tests=()
-while [ $# -gt 0 ]; do
+# The tests to run: the words that are not options.
+stage_opt() {
 	case "$1" in
-	--kernel) id=$2; shift 2 ;;
-	--timeout) timeout_s=$2; shift 2 ;;
-	-*) sed -n '2,/^set -euo/p' "$0" | sed -e '$d' -e 's/^# \{0,1\}//' >&2; exit 2 ;;
-	*) tests+=("$1"); shift ;;
+	-*) return 1 ;;
+	*) tests+=("$1"); STAGE_SHIFT=1 ;;
 	esac
-done
+}
+stage_init debug-selftest "kernel timeout" "$@"
 [ ${#tests[@]} -gt 0 ] || tests=(classes build clean all rawnest)
 
 passed=0 failed=0
@@ -111,7 +110,7 @@ ODEBUG|ODEBUG: free active (active state 0) object: 0000 object type: timer_list
 SLUB|BUG kmalloc-64 (Not tainted): Poison overwritten
 kmemleak|kmemleak: 1 new suspected memory leaks (see /sys/kernel/debug/kmemleak)
 list-corruption|list_add corruption. prev->next should be next (ffff), but was ffff.
-deprecated-wq|workqueue: work func vhost_worker_reap [vhost_scsi_sqcq] enqueued on deprecated workqueue. Use system_{percpu|dfl}_wq instead.
+deprecated-wq|workqueue: work func vhc_worker_reap [vhost_scsi_sqcq] enqueued on deprecated workqueue. Use system_{percpu|dfl}_wq instead.
 WARNING|WARNING: CPU: 1 PID: 42 at drivers/vhost/scsi.c:123 foo+0x1/0x2
 EOF
 	# run.sh's own line when lockdep switched itself off.

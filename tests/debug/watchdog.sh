@@ -15,20 +15,18 @@
 # in the irq_work thread; that kernel has no lockdep to see the bug).
 # Prints the PASS:/FAIL: lines of tests/e2e/run.sh.
 set -u
-cd "$(dirname "$0")/../.." || exit 1
-ROOT=$(pwd)
-# shellcheck source=tests/lib/kernels.sh
-. tests/lib/kernels.sh
+# shellcheck source=tests/lib/stage.sh
+. "$(dirname "$0")/../lib/stage.sh"
 # shellcheck source=tests/lib/faults-named.sh
 . tests/lib/faults-named.sh
 l2=debug timeout_s=1200
-while [ $# -gt 0 ]; do
-	case $1 in
-	--l2-kernel) l2=$2; shift 2 ;;
-	--timeout) timeout_s=$2; shift 2 ;;
-	*) sed -n '2,/^set -u/p' "$0" | sed -e '$d' -e 's/^# \{0,1\}//' >&2; exit 2 ;;
+stage_opt() {
+	case "$1" in
+	--l2-kernel) l2=$2; STAGE_SHIFT=2 ;;
+	*) return 1 ;;
 	esac
-done
+}
+stage_init "e2e watchdog" timeout "$@"
 ko=$(sqcq_faults_named_guest "$l2") ||
 	{ echo "FAIL: e2e watchdog $l2: test build of the guest driver"; exit 1; }
 E2E_GUEST_KO=$ko E2E_GUEST_PARAMS="poll_cpu=0" \

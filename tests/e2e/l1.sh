@@ -119,6 +119,24 @@ for w in "${targets[@]}"; do
 	fi
 done
 pass "target-setup ($FABRIC: ${targets[*]}, tpgt_$TPGT, rd_mcp LUN 0)"
+
+# The in-tree pair beside ours (bench/compare.sh, CMP_MODES with intree):
+# Debian's vhost_scsi loaded as well, its own ramdisk target (WWPN_B on
+# fabric vhost) and a second device, slot B, for which QEMU opens
+# /dev/vhost-scsi itself. L2 drives it with the in-tree virtio_scsi in
+# that mode and leaves it idle in the others.
+PEER=0
+if [ "$HOST" = sqcq ] && [[ " ${CMP_MODES:-} " == *" intree "* ]]; then
+	PEER=1
+	if ! err=$(modprobe vhost_scsi 2>&1) ||
+		! err=$(sqcq_target_setup vhost "$WWPN_B" "$TPGT" 1 64 2>&1); then
+		fail "peer-setup (in-tree vhost_scsi, $WWPN_B: $err)"
+		sqcq_target_teardown vhost "$WWPN_B" 2>/dev/null
+		for t in "${targets[@]}"; do sqcq_target_teardown "$FABRIC" "$t" 2>/dev/null; done
+		finish
+	fi
+	pass "peer-setup (in-tree vhost_scsi, /dev/vhost-scsi, vhost: $WWPN_B)"
+fi
 phase "host+target"
 
 # ---- 3. L2 with the hotplug watcher -----------------------------------------
@@ -275,7 +293,7 @@ qargs=(--qemu-arg -device --qemu-arg "vhost-scsi-pci,wwpn=$WWPN_A,vhostfd=7,addr
 rm -f "$qmp_sock"
 qargs+=(--qemu-arg -qmp --qemu-arg "unix:$qmp_sock,server=on,wait=off")
 slot_b=""
-if [ "$HOST" != sqcq ]; then
+if [ "$HOST" != sqcq ] || [ "$PEER" = 1 ]; then
 	qargs+=(--qemu-arg -device --qemu-arg "vhost-scsi-pci,wwpn=$WWPN_B,addr=0x$SLOT_B${E2E_L2_VHOST_OPTS:+,$E2E_L2_VHOST_OPTS}")
 	slot_b=$SLOT_B
 fi
@@ -596,5 +614,13 @@ fi
 # The fabric directory holds a reference on the fabric module.
 rmdir "$SQCQ_TARGET_CFS/$FABRIC" 2>/dev/null
 if err=$(rmmod "$MOD" 2>&1); then pass "host-unload ($MOD)"; else fail "host-unload ($err)"; fi
+if [ "$PEER" = 1 ]; then
+	if err=$(sqcq_target_teardown vhost "$WWPN_B" 2>&1) && rmdir "$SQCQ_TARGET_CFS/vhost" 2>/dev/null &&
+		err=$(rmmod vhost_scsi 2>&1); then
+		pass "peer-unload (vhost_scsi)"
+	else
+		fail "peer-unload (${err:-fabric directory vhost stays})"
+	fi
+fi
 phase "teardown"
 finish

@@ -91,11 +91,12 @@ unbind_intree() {
 }
 # sqcq_bound: the device of $SLOT_A is bound to virtio_scsi_sqcq.
 sqcq_bound() { vdev "$SLOT_A" && [ -e "/sys/bus/virtio/drivers/virtio_scsi_sqcq/${REPLY##*/}" ]; }
-# lun0_disk: DISK = /dev path of LUN 0 of target $TPGT under $SLOT_A.
+# lun0_disk [SLOT]: DISK = /dev path of LUN 0 of target $TPGT under SLOT
+# (default $SLOT_A).
 lun0_disk() {
 	local d
 	DISK=""
-	vdev "$SLOT_A" || return 1
+	vdev "${1:-$SLOT_A}" || return 1
 	for d in "$REPLY"/host*/target*:0:"$TPGT"/*:0:"$TPGT":0/block/*; do
 		[ -e "$d" ] && { DISK=/dev/${d##*/}; [ -b "$DISK" ]; return; }
 	done

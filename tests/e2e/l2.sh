@@ -605,8 +605,38 @@ fi
 # ---- 2d. host sqcq=0: classic at the next setup, SQ/CQ again after ----------
 # The host's sqcq parameter is read at each setup request (L1 writes it):
 # with 0 the next probe answers DISABLED and the device works classic.
+# The same QD1 reads in SQ/CQ mode before and in classic mode after give
+# SQ/CQ's cost in notifications against classic's on this pair, as
+# configured: kicks and interrupts per request never above classic's
+# (+0.05 for requests the batches of one run leave unpaired). L1's exits
+# per request and the host poller's sleeps are printed beside them, not
+# judged (L2's own timers and tick count there too).
+# dl A B: B - A of two counters L1 gave, "-" where it did not answer.
+dl() { [[ "$1$2" =~ ^[0-9]+$ ]] && echo $(($2 - $1)) || echo -; }
+# cost_run: COST = "REQUESTS KICKS INTERRUPTS EXITS CONTENDED YIELDS" of
+# 500 QD1 reads on DISK_A (the last three "-" where L1 did not answer).
+cost_run() {
+	local dc r0 k0 i0 x0 x1 c0 c1 y0 y1
+	COST=""
+	vdev "$SLOT_A" || return 1
+	dc=/sys/kernel/debug/virtio_scsi_sqcq/${REPLY##*/}
+	queue_sums "$dc"
+	r0=$REQS k0=$KICKS i0=$IRQS
+	l1_stat
+	read -r x0 _ _ c0 y0 <<<"$REPLY"
+	"$FIO" --eta=never --output=/tmp/fio-cost.log --name=cost --filename="$DISK_A" \
+		--ioengine=libaio --direct=1 --rw=randread --bs=4k --iodepth=1 \
+		--size=16m --number_ios=500 >/dev/null 2>&1 || return 1
+	queue_sums "$dc"
+	l1_stat
+	read -r x1 _ _ c1 y1 <<<"$REPLY"
+	COST="$((REQS - r0)) $((KICKS - k0)) $((IRQS - i0)) $(dl "$x0" "$x1") $(dl "$c0" "$c1") $(dl "$y0" "$y1")"
+}
 if [ "$GUEST" = sqcq ] && [ "$E2E_HOST" != intree ] && [ -n "$DISK_A" ] &&
 	[ "${E2E_RESET:-1}" = 1 ]; then
+	cost_s=""
+	vdev "$SLOT_A" && dbg_value "/sys/kernel/debug/virtio_scsi_sqcq/${REPLY##*/}" mode &&
+		[ "$REPLY" = sqcq ] && cost_run && cost_s=$COST
 	if ask_l1 sqcq0 && rebind_a; then
 		check "host-sqcq=0 classic at the next probe (mode $MODE)" [ "$MODE" = classic ]
 		klog=$(dmesg)
@@ -618,6 +648,20 @@ if [ "$GUEST" = sqcq ] && [ "$E2E_HOST" != intree ] && [ -n "$DISK_A" ] &&
 		fi
 		fio_verify host-sqcq0 "$DISK_A:2m"
 		check "host-sqcq=0 fio-verify-crc32c ($DISK_A)" job_ok "$DISK_A"
+		if [ -n "$cost_s" ] && cost_run; then
+			read -r sr sk si sx sc sy <<<"$cost_s"
+			read -r cr ck ci cx _ _ <<<"$COST"
+			log "cost per request, SQ/CQ vs classic: kicks $sk/$sr vs $ck/$cr, interrupts $si/$sr vs $ci/$cr, L1 exits $sx/$sr vs $cx/$cr"
+			check "cost: SQ/CQ kicks per request at most classic's ($sk/$sr vs $ck/$cr)" \
+				awk -v a="$sk" -v b="$sr" -v c="$ck" -v d="$cr" 'BEGIN { exit !(b >= 500 && d >= 500 && a / b <= c / d + 0.05) }'
+			check "cost: SQ/CQ interrupts per request at most classic's ($si/$sr vs $ci/$cr)" \
+				awk -v a="$si" -v b="$sr" -v c="$ci" -v d="$cr" 'BEGIN { exit !(b >= 500 && d >= 500 && a / b <= c / d + 0.05) }'
+			log "cost: the host poller over the SQ/CQ reads: contended sleeps $sc, yields $sy"
+		elif [ -z "$cost_s" ]; then
+			fail "cost: the QD1 reads in SQ/CQ mode did not run (mode before: ${MODE:-?})"
+		else
+			fail "cost: the QD1 reads in classic mode did not run"
+		fi
 	else
 		fail "host-sqcq=0 (L1 could not set it, or the device did not come back)"
 	fi
@@ -660,8 +704,6 @@ if [ "$GUEST" = sqcq ] && [ "$E2E_HOST" != intree ] && [ "${E2E_HIPRI:-0}" = 1 ]
 		r=$(($(poll_sum 4) - r0)) k=$(($(poll_sum 5) - k0)) i=$(($(poll_sum 6) - i0))
 		l1_stat
 		read -r x1 _ hs1 hc1 hy1 <<<"$REPLY"
-		# L1's counters over the run (dashes where L1 did not answer).
-		dl() { [[ "$1$2" =~ ^[0-9]+$ ]] && echo $(($2 - $1)) || echo -; }
 		log "hipri: fio status $st; poll queue: requests $r kicks $k interrupts $i; L1: exits $(dl "$x0" "$x1"), host poller sleeps idle $(dl "$hs0" "$hs1") contended $(dl "$hc0" "$hc1"), yields $(dl "$hy0" "$hy1")"
 		check "hipri: fio io_uring --hipri QD1 on the poll queue (status $st, $r requests)" \
 			[ "$st" = 0 -a "$r" -ge 2000 ]

@@ -303,4 +303,75 @@ stall_attempt "$warn_on
 $stall_hdr
 ${stall_hdr//334.62/397.64}"
 expect_ours "a warning of ours, then L1's CPU stalled"
+# L2 on the sanitizer kernel froze after lockdep saw the timer interrupt
+# inside timekeeping_advance (the poll-thread watchdog test, 2026-12-06):
+# an interrupt delivered with interrupts off, repeated. The same chain with
+# a frame of ours, or with the interrupt landing in a function that runs
+# with interrupts on, fails.
+irqoff_report='[   24.48] ======================================================
+[   24.48] WARNING: possible circular locking dependency detected
+[   24.48] 6.1.192-debug-amd64 #1 Tainted: G           O
+[   24.48] ------------------------------------------------------
+[   24.48] kworker/0:1H/27 is trying to acquire lock:
+[   24.48] ffff88800cc2a558 (hrtimer_bases.lock){-.-.}-{2:2}, at: hrtimer_interrupt+0xc6/0x760
+[   24.48] 
+[   24.48] but task is already holding lock:
+[   24.48] ffffffff834c51c8 (tk_core.seq.seqcount){----}-{0:0}, at: update_wall_time+0xb/0x20
+[   24.48] 
+[   24.48] which lock already depends on the new lock.
+[   24.48] 
+[   24.48] the existing dependency chain (in reverse order) is:
+[   24.48] 
+[   24.48] -> #1 (tk_core.seq.seqcount){----}-{0:0}:
+[   24.48]        ktime_get_update_offsets_now+0x6f/0x2d0
+[   24.48]        hrtimer_run_queues+0xb6/0x340
+[   24.48]        tick_handle_periodic+0x3f/0xe0
+[   24.48]        asm_sysvec_apic_timer_interrupt+0x1b/0x20
+[   24.48]        vprintk_store+0x7e2/0x910
+[   24.48]        kernel_init+0x18/0x140
+[   24.48] 
+[   24.48] -> #0 (hrtimer_bases.lock){-.-.}-{2:2}:
+[   24.48]        __lock_acquire+0x2f03/0x6eb0
+[   24.48]        _raw_spin_lock_irqsave+0x39/0x60
+[   24.48]        hrtimer_interrupt+0xc6/0x760
+[   24.48]        __sysvec_apic_timer_interrupt+0xfa/0x320
+[   24.48]        asm_sysvec_apic_timer_interrupt+0x1b/0x20
+[   24.48]        lock_release+0x16c/0x870
+[   24.48]        timekeeping_advance+0x4c4/0x7b0
+[   24.48]        update_wall_time+0xb/0x20
+[   24.48]        tick_do_update_jiffies64+0x1e4/0x320
+[   24.48] 
+[   24.48] other info that might help us debug this:
+[   24.48] 
+[   24.48] Call Trace:
+[   24.48]  <TASK>
+[   24.48]  virtqueue_notify+0x61/0xc0
+[   24.48]  virtscsi_add_cmd+0x790/0xe00 [virtio_scsi_sqcq]
+[   24.48]  virtscsi_queuecommand+0x11a/0x370 [virtio_scsi_sqcq]
+[   24.48]  </TASK>'
+# irqoff_attempt L2CONSOLE: the watchdog test's attempt, L2 stalled with
+# L2CONSOLE as its console.
+irqoff_attempt() {
+	printf '%s\nFAIL: vm-boot (VM exited (QEMU status 0) without COMMAND'"'"'s status, kernel 6.1.192-debug)\nFAIL: vm-kernel-log (lockdep: WARNING: possible circular locking dependency detected)\nFAIL: e2e sqcq/sqcq l2-debug l2-stalled (kernel log: [   24.48] WARNING: possible circular locking dependency detected)\nFAIL: e2e sqcq/sqcq l2-debug l2-run (nested.sh status 125)\n' \
+		"$ok_lines" >"$d/log"
+	printf 'booting\n%s\n' "$1" | sed 's/$/\r/' >"$d/results/l2/console.log"
+	printf 'booting\n' >"$d/results/console.log"
+}
+attempt lockdep-irq-in-irqoff
+irqoff_attempt "$irqoff_report"
+expect_repeat "lockdep: the timer interrupt inside timekeeping_advance, L2 froze"
+attempt lockdep-irqoff-own-frame
+irqoff_attempt "${irqoff_report/tick_do_update_jiffies64+0x1e4\/0x320/virtscsi_poll_fn+0x91\/0x2f0 [virtio_scsi_sqcq]}"
+expect_ours "the same chain with a frame of ours"
+attempt lockdep-irq-in-irqon
+irqoff_attempt "${irqoff_report/timekeeping_advance+0x4c4\/0x7b0/vhost_sqcq_poll_run+0x40\/0x300}"
+expect_ours "the interrupt in a function that runs with interrupts on"
+attempt lockdep-irqoff-other-fail
+irqoff_attempt "$irqoff_report"
+echo 'FAIL: e2e sqcq/sqcq l2-debug watchdog rescue (poll_rescues 0 -> 0)' >>"$d/log"
+expect_ours "the same report beside a failed check"
+attempt lockdep-irqoff-report-before
+irqoff_attempt "[   20.1] BUG: KASAN: use-after-free in virtscsi_poll_fn+0x91/0x2f0 [virtio_scsi_sqcq]
+$irqoff_report"
+expect_ours "a KASAN report of ours before it"
 exit $((fails > 0))

@@ -16,7 +16,8 @@
 #    frozen (FAIL: vm-l2-stall), L1 gone before COMMAND's status (FAIL:
 #    vm-boot: a reset under -no-reboot, QEMU crashed or killed, a boot that
 #    stalled three times), or such a double fault, or L1 stuck in L2
-#    (vcpu_run_lockup below).
+#    (vcpu_run_lockup below), or lockdep's report of an interrupt that
+#    came with interrupts off (irq_in_irqoff_lockdep below).
 # A soft lockup of our guest poller, an oops, a failed verify: never the
 # emulator's, whatever else the attempt shows.
 
@@ -142,6 +143,40 @@ rcu_stall_in_guest() {
 	paste -sd ' ' <<<"$cpus"
 }
 
+# E2E_IRQOFF_FUNCS: kernel functions whose whole body runs with
+# interrupts off (timekeeping_advance holds the timekeeper's raw lock with
+# irqsave from its first statement to its last, and its callers are the
+# tick's hard interrupt). A hardware interrupt frame on top of one is an
+# interrupt delivered while IF was clear, which no real CPU does.
+E2E_IRQOFF_FUNCS='timekeeping_advance'
+# E2E_LOCKDEP_CHAIN_RE: the first line of lockdep's circular-dependency
+# report.
+E2E_LOCKDEP_CHAIN_RE='WARNING: possible circular locking dependency detected'
+# irq_in_irqoff_lockdep LOG: LOG's lockdep report is one the emulated CPU
+# caused: its newest dependency ("-> #0") was taken by a hardware
+# interrupt's handler (an asm_sysvec_/asm_common_interrupt frame) that
+# interrupted one of E2E_IRQOFF_FUNCS, and no dependency of the chain
+# names a frame of our modules (the interrupted task's own backtrace may:
+# it is whatever ran when the tick came). Seen on L2 with the sanitizer
+# kernel in the poll-thread watchdog test (2026-12-06): hrtimer_bases.lock
+# taken by the timer interrupt inside timekeeping_advance, itself inside
+# the tick, while the task was in our virtscsi_add_cmd; L2 then froze.
+irq_in_irqoff_lockdep() {
+	local chain
+	grep -aq "$E2E_LOCKDEP_CHAIN_RE" "$1" 2>/dev/null || return 1
+	# The dependency chain: from the report's "-> #" blocks to the
+	# "other info" part, timestamps dropped.
+	chain=$(tr -d '\r' <"$1" | sed -E 's/^\[ *[0-9]+\.[0-9]+\] ?//' |
+		sed -n "/$E2E_LOCKDEP_CHAIN_RE/,/^other info that might help/p" |
+		sed -n '/^-> #/,$p')
+	[ -n "$chain" ] || return 1
+	! grep -qE '\[(vhost|virtio)_scsi_sqcq\]' <<<"$chain" || return 1
+	# Block #0 only: an interrupt entry with an irq-off function below it.
+	sed -n '/^-> #0 /,/^$/p' <<<"$chain" |
+		sed -nE '/asm_(sysvec_[a-z_]*|common_interrupt)\+0x/,$p' |
+		grep -qE "^ +($E2E_IRQOFF_FUNCS)\+0x"
+}
+
 # The hung-task lines of memory-management daemons, which take no part in
 # our I/O: when L1 froze (the watchdog's stall file) they are what a CPU
 # that vanished into the emulator leaves behind (khugepaged waits for
@@ -166,6 +201,8 @@ console_report() {
 		n=$(grep -anE -m 1 "$E2E_LOCKUP_RE" "$1" | cut -d: -f1)
 	elif rcu_stall_in_guest "$1" >/dev/null; then
 		n=$(grep -anE -m 1 "$E2E_RCU_STALL_RE" "$1" | cut -d: -f1)
+	elif irq_in_irqoff_lockdep "$1"; then
+		n=$(grep -an -m 1 "$E2E_LOCKDEP_CHAIN_RE" "$1" | cut -d: -f1)
 	elif [ -n "${2:-}" ]; then
 		l=$(grep -anE -m 1 "$E2E_LOCKUP_RE" "$1" | tr -d '\r')
 		[ -z "$l" ] || [ "$(lockup_id "$l")" != "$2" ] || n=${l%%:*}
@@ -176,13 +213,18 @@ console_report() {
 }
 
 e2e_emulator_fault() {
-	local dir=$1 log=$1/log own c df=1 lk rs frozen=0
+	local dir=$1 log=$1/log own c df=1 lk rs ii frozen=0
 	E2E_WHY=""
 	[ -s "$dir/stall" ] && frozen=1
 	lk=$(vcpu_run_lockup "$dir/results/console.log") || lk=$(vcpu_run_lockup "$log") || lk=""
 	emulator_double_fault "$log" || [ -n "$lk" ] || df=0
 	rs=$(rcu_stall_in_guest "$dir/results/console.log") || rs=""
 	[ -z "$rs" ] || df=1
+	ii=0
+	for c in "$dir/results/console.log" "$dir/results/l2/console.log"; do
+		irq_in_irqoff_lockdep "$c" && ii=1
+	done
+	[ "$ii" = 0 ] || df=1
 	# Our FAIL lines: all but the emulator's set; a vm-kernel-log line
 	# only where the log's report is an emulator double fault or lockup,
 	# or, L1 frozen, a memory daemon's hung task (the consoles are
@@ -190,6 +232,7 @@ e2e_emulator_fault() {
 	# (Lines that came over a serial port end in CR.)
 	own=$(tr -d '\r' <"$log" | grep -aE '^FAIL: ' | grep -vE "$E2E_EMULATOR_FAILS" |
 		{ if [ "$df" = 1 ]; then grep -v '^FAIL: vm-kernel-log '; else cat; fi } |
+		{ if [ "$ii" = 1 ]; then grep -vE "^FAIL: e2e .* l2-stalled \(kernel log: .*$E2E_LOCKDEP_CHAIN_RE\)$"; else cat; fi } |
 		{ if [ "$frozen" = 1 ]; then grep -vE "^FAIL: vm-kernel-log \(hung-task: $E2E_MM_HUNG"; else cat; fi } |
 		head -n 1)
 	if [ -n "$own" ]; then
@@ -208,6 +251,7 @@ e2e_emulator_fault() {
 	if [ "$frozen" = 1 ]; then E2E_WHY="L1 froze (watchdog)"
 	elif grep -aq '^FAIL: vm-kvm-error' "$log"; then E2E_WHY="KVM internal error in L2's QEMU"
 	elif grep -aq '^FAIL: vm-l2-stall' "$log"; then E2E_WHY="L2 froze with clean consoles"
+	elif [ "$ii" = 1 ]; then E2E_WHY="an interrupt delivered with interrupts off (lockdep: the timer interrupt inside $E2E_IRQOFF_FUNCS, no frame of ours in the chain)"
 	elif [ -n "$rs" ]; then E2E_WHY="L1's CPU $rs stalled inside L2 (RCU stall: KVM's run loop in its NMI backtrace, or no answer to the NMI)"
 	elif [ "$df" = 1 ] && ! emulator_double_fault "$log"; then E2E_WHY="an L2 vCPU thread of L1 stuck in KVM_RUN (soft lockup, no frame of ours)"
 	elif [ "$df" = 1 ]; then E2E_WHY="the emulated CPU's broken entry (a double fault on a user stack, in error_entry or with an all-zero frame, or a fault in irqentry_enter on the entry trampoline)"

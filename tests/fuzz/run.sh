@@ -26,24 +26,19 @@
 # Prints PASS:/FAIL: lines; exit status 0 when all passed.
 set -euo pipefail
 
-ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-cd "$ROOT"
-# shellcheck source=tests/lib/kernels.sh
-. tests/lib/kernels.sh
-
+# shellcheck source=tests/lib/stage.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/stage.sh"
 id=6.1 ko="" seed="" seconds=120 timeout_s="" threads=4 hang=""
-while [ $# -gt 0 ]; do
+stage_opt() {
 	case "$1" in
-	--kernel) id=$2; shift 2 ;;
-	--seed) seed=$2; shift 2 ;;
-	--seconds) seconds=$2; shift 2 ;;
-	--timeout) timeout_s=$2; shift 2 ;;
-	--ko) ko=$2; shift 2 ;;
-	--threads) threads=$2; shift 2 ;;
-	--hang) hang=$2; shift 2 ;;
-	*) sed -n '2,/^set -euo/p' "$0" | sed -e '$d' -e 's/^# \{0,1\}//' >&2; exit 2 ;;
+	--seed) seed=$2; STAGE_SHIFT=2 ;;
+	--seconds) seconds=$2; STAGE_SHIFT=2 ;;
+	--threads) threads=$2; STAGE_SHIFT=2 ;;
+	--hang) hang=$2; STAGE_SHIFT=2 ;;
+	*) return 1 ;;
 	esac
-done
+}
+stage_init fuzz "kernel ko timeout" "$@"
 if [ -z "$seed" ]; then
 	seed=$(( ($(date +%s%N) / 1000 + $$) % 1000000000 ))
 fi
@@ -64,16 +59,8 @@ hang=${hang:-90}
 replay="tests/fuzz/run.sh --kernel $id --seed $seed --seconds $seconds"
 echo "fuzz seed: $seed (replay: $replay)"
 
-if [ -z "$ko" ]; then
-	abi=$(sqcq_kernel_abi "$id") ||
-		{ echo "FAIL: fuzz $id: cannot resolve the ABI (seed $seed)"; exit 1; }
-	ko=$ROOT/out/$abi/host/vhost_scsi_sqcq.ko
-	# Built every time (quick when nothing changed): a module left in
-	# out/ by an older tree must never be the one tested.
-	tests/matrix.sh "$id" >&2 || true
-fi
-[ -f "$ko" ] || { echo "FAIL: fuzz $id: no module at $ko (tests/matrix.sh $id; seed $seed)"; exit 1; }
-ko=$(cd "$(dirname "$ko")" && pwd)/$(basename "$ko")
+STAGE_NOTE="seed $seed"
+stage_module host
 
 mkdir -p out/tools
 if gcc -O2 -g -Wall -Wextra -Werror -pthread -o out/tools/fuzz tests/fuzz/fuzz.c; then

@@ -36,31 +36,18 @@
 # --ko. Prints PASS:/FAIL: lines; exit status 0 when all passed.
 set -euo pipefail
 
-ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-cd "$ROOT"
-# shellcheck source=tests/lib/kernels.sh
-. tests/lib/kernels.sh
-
+# shellcheck source=tests/lib/stage.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/stage.sh"
 id=6.1 ko="" hotplug=1 iommu=1 timeout_s=900
-while [ $# -gt 0 ]; do
+stage_opt() {
 	case "$1" in
-	--kernel) id=$2; shift 2 ;;
-	--ko) ko=$2; shift 2 ;;
-	--no-monitor) hotplug=0; shift ;;
-	--no-iommu) iommu=0; shift ;;
-	--timeout) timeout_s=$2; shift 2 ;;
-	*) sed -n '2,/^set -euo/p' "$0" | sed -e '$d' -e 's/^# \{0,1\}//' >&2; exit 2 ;;
+	--no-monitor) hotplug=0; STAGE_SHIFT=1 ;;
+	--no-iommu) iommu=0; STAGE_SHIFT=1 ;;
+	*) return 1 ;;
 	esac
-done
-
-if [ -z "$ko" ]; then
-	abi=$(sqcq_kernel_abi "$id") || { echo "FAIL: guest $id: cannot resolve the ABI"; exit 1; }
-	ko=$ROOT/out/$abi/guest/virtio_scsi_sqcq.ko
-	# Built every time (quick when nothing changed): a module left in
-	# out/ by an older tree must never be the one tested.
-	tests/matrix.sh "$id" >&2 || true
-fi
-[ -f "$ko" ] || { echo "FAIL: guest $id: no module at $ko (tests/matrix.sh $id)"; exit 1; }
+}
+stage_init guest "kernel ko timeout" "$@"
+stage_module guest
 # fio runs inside the VM from this machine's root; a fresh machine may have
 # empty package lists, so update once if the first install fails.
 # A lean build of the same fio (tests/lib/fio.sh: Debian's loads 64

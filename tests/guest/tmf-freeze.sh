@@ -14,22 +14,12 @@
 # Prints PASS:/FAIL: lines; exit status 0 when all passed.
 set -euo pipefail
 
-ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-cd "$ROOT"
-# shellcheck source=tests/lib/kernels.sh
-. tests/lib/kernels.sh
-
-id=7.2
-while [ $# -gt 0 ]; do
-	case "$1" in
-	--kernel) id=$2; shift 2 ;;
-	*) sed -n '2,/^set -euo/p' "$0" | sed -e '$d' -e 's/^# \{0,1\}//' >&2; exit 2 ;;
-	esac
-done
-abi=$(sqcq_kernel_abi "$id") || { echo "FAIL: guest-tmf-freeze $id: cannot resolve the ABI"; exit 1; }
-tests/matrix.sh "$id" >&2 || true
-fko=$ROOT/out/$abi/tests/faults/guest/virtio_scsi_sqcq_faults.ko
-[ -f "$fko" ] || { echo "FAIL: guest-tmf-freeze $id: no test build at $fko"; exit 1; }
+# shellcheck source=tests/lib/stage.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/stage.sh"
+id=7.2 ko=""
+stage_init guest-tmf-freeze kernel "$@"
+stage_module guest-faults
+fko=$ko
 
 work=$(mktemp -d /tmp/sqcq-tmf-freeze.XXXXXX)
 trap 'rm -rf "$work"' EXIT

@@ -2,7 +2,8 @@
 # tests/host/run.sh [--kernel ID] [--ko FILE] [--timeout S]
 #
 # The host module (vhost_scsi_sqcq) driven directly from userspace: compiles
-# tests/host/client.c here (gcc -Wall -Wextra -Werror, into out/tools/),
+# tests/host/client.c here (with client-lib.c and phase-*.c: gcc -Wall
+# -Wextra -Werror, into out/tools/),
 # boots the test VM (tests/vm/run.sh) and runs tests/host/inside.sh there,
 # which loads the module and runs the client against /dev/vhost-scsi-sqcq:
 # every vhost ioctl with good and malformed input, ownership, the split
@@ -22,37 +23,17 @@
 # but its own /tmp). Prints PASS:/FAIL: lines; exit status 0 when all passed.
 set -euo pipefail
 
-ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-cd "$ROOT"
-# shellcheck source=tests/lib/kernels.sh
-. tests/lib/kernels.sh
-
+# shellcheck source=tests/lib/stage.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/stage.sh"
 id=6.1 ko="" timeout_s=1500
-while [ $# -gt 0 ]; do
-	case "$1" in
-	--kernel) id=$2; shift 2 ;;
-	--ko) ko=$2; shift 2 ;;
-	--timeout) timeout_s=$2; shift 2 ;;
-	*) sed -n '2,/^set -euo/p' "$0" | sed -e '$d' -e 's/^# \{0,1\}//' >&2; exit 2 ;;
-	esac
-done
-
-if [ -z "$ko" ]; then
-	abi=$(sqcq_kernel_abi "$id") || { echo "FAIL: host $id: cannot resolve the ABI"; exit 1; }
-	ko=$ROOT/out/$abi/host/vhost_scsi_sqcq.ko
-	# Built every time (quick when nothing changed): a module left in
-	# out/ by an older tree must never be the one tested.
-	tests/matrix.sh "$id" >&2 || true
-fi
-[ -f "$ko" ] || { echo "FAIL: host $id: no module at $ko (tests/matrix.sh $id)"; exit 1; }
-ko=$(cd "$(dirname "$ko")" && pwd)/$(basename "$ko")
+stage_init host "kernel ko timeout" "$@"
+stage_module host
 
 # targetcli-fb (and a D-Bus daemon for it) for the takeover=1 checks.
 # shellcheck source=tests/lib/apt.sh
 . tests/lib/apt.sh
 sqcq_install targetcli-fb dbus >&2 || echo "host: cannot install targetcli-fb" >&2
-mkdir -p out/tools
-if gcc -O2 -Wall -Wextra -Werror -pthread -o out/tools/host-client tests/host/client.c; then
+if stage_host_client out/tools/host-client; then
 	echo "PASS: host client-builds"
 else
 	echo "FAIL: host client-builds"

@@ -273,7 +273,7 @@ check "serve-only: notifications per request at most classic's + 0.05 ($((kk + c
 	awk -v n=$((kk + cl)) -v r="${req:-0}" -v cn="$cnote" -v cr="${creq:-0}" \
 	'BEGIN { exit !(r > 0 && cr > 0 && n / r <= cn / cr + 0.05) }'
 
-# A kick withdraws SQ NEED_WAKEUP at once (vhost_doorbells_kicked()), so
+# A kick withdraws SQ NEED_WAKEUP at once (vhost_sqcq_kicked()), so
 # a client that publishes each request on its own (-1) kicks at most once
 # for each time the sleeping worker asked for it (plus 10 % and 2 for
 # the re-checks that find work after the flag was up, and the area's

@@ -9,19 +9,11 @@
 # while polled (tests/host/sqcq-inside.sh runs in the VM).
 # Prints PASS:/FAIL: lines; exit status 0 when all passed.
 set -euo pipefail
-ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-cd "$ROOT"
-. tests/lib/kernels.sh
-
+# shellcheck source=tests/lib/stage.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/stage.sh"
 id=6.1 timeout_s=900
-while [ $# -gt 0 ]; do
-	case "$1" in
-	--kernel) id=$2; shift 2 ;;
-	--timeout) timeout_s=$2; shift 2 ;;
-	*) sed -n '2,/^set -euo/p' "$0" | sed -e '$d' -e 's/^# \{0,1\}//' >&2; exit 2 ;;
-	esac
-done
-ko=$(sqcq_host_ko "$id" sqcq) || { echo "$ko"; exit 1; }
+stage_init sqcq "kernel timeout" "$@"
+stage_module host
 mkdir -p out/tools
 if gcc -O2 -Wall -Wextra -Werror -o out/tools/vhost-io tests/host/vhost-io.c; then
 	echo "PASS: sqcq vhost-io-builds"

@@ -90,8 +90,8 @@ struct slot {
 
 struct queue {
 	unsigned int index;		/* vhost queue index */
-	struct vring_sq *sq;		/* SQ/CQ doorbells, NULL: classic */
-	struct vring_cq *cq;
+	struct sqcq_sq *sq;		/* SQ/CQ doorbells, NULL: classic */
+	struct sqcq_cq *cq;
 	uint16_t cq_seen;
 	struct vring_desc *desc;
 	struct vring_avail *avail;
@@ -305,7 +305,7 @@ static void publish_and_kick(struct queue *q)
 	if (q->sq) {
 		/* SQ/CQ: the doorbell, full barrier, the host poller's flag. */
 		if (!sqcq_publish(&q->sq->idx, q->avail_idx, &q->sq->flags,
-				  VRING_SQ_F_NEED_WAKEUP))
+				  SQCQ_SQ_F_NEED_WAKEUP))
 			return;
 		if (write(q->kick, &one, sizeof(one)) != sizeof(one))
 			die("kick");
@@ -663,7 +663,7 @@ static void check_dirty_log_area(int fd, unsigned int nq)
 	vring_set(fd, VHOST_GET_VRING_BASE, 2, 0);	/* the VMM stops */
 	on = __atomic_load_n(&log[pg / 8], __ATOMIC_ACQUIRE) & (1u << (pg % 8));
 	check(on && (le16_to_cpu(area->q[0].sq_line.sq.flags) &
-		     VRING_SQ_F_STOPPED), "dirty-log-doorbell-area-at-stop",
+		     SQCQ_SQ_F_STOPPED), "dirty-log-doorbell-area-at-stop",
 	      "log byte 0x%x", log[pg / 8]);
 	queue_start(fd, &qs[0], 0, 2);
 	f = 1ull << VIRTIO_F_VERSION_1;
@@ -795,8 +795,8 @@ static void run_checks(int fd, unsigned int nq)
 	      in->response == SQCQ_VIRTIO_SCSI_S_FUNCTION_SUCCEEDED,
 	      "teardown", "status %d", status_of(in));
 	check((le16_to_cpu(area->q[0].sq_line.sq.flags) &
-	       (VRING_SQ_F_NEED_WAKEUP | VRING_SQ_F_STOPPED)) ==
-	      (VRING_SQ_F_NEED_WAKEUP | VRING_SQ_F_STOPPED),
+	       (SQCQ_SQ_F_NEED_WAKEUP | SQCQ_SQ_F_STOPPED)) ==
+	      (SQCQ_SQ_F_NEED_WAKEUP | SQCQ_SQ_F_STOPPED),
 	      "teardown-leaves-need-wakeup", "flags 0x%x",
 	      le16_to_cpu(area->q[0].sq_line.sq.flags));
 	in = ctrl_sqcq(SQCQ_TMF_SUBTYPE_TEARDOWN, nq, 0, 0, full, inl, NULL);
@@ -817,7 +817,7 @@ static void run_checks(int fd, unsigned int nq)
 	if (ioctl(fd, VHOST_SET_MEM_TABLE, m))
 		die("VHOST_SET_MEM_TABLE (moved)");
 	free(m);
-	check((le16_to_cpu(area->q[0].sq_line.sq.flags) & VRING_SQ_F_STOPPED) != 0,
+	check((le16_to_cpu(area->q[0].sq_line.sq.flags) & SQCQ_SQ_F_STOPPED) != 0,
 	      "mem-table-change-tears-down", "flags 0x%x",
 	      le16_to_cpu(area->q[0].sq_line.sq.flags));
 	check_remapped_area(fd, nq);
@@ -1026,7 +1026,7 @@ int main(int argc, char **argv)
 			qs[i].cq = &area->q[i].cq_line.cq;
 			/* We poll: no interrupts until we say so. */
 			sqcq_clear_need_wakeup(&qs[i].cq->flags,
-					       VRING_CQ_F_NEED_WAKEUP);
+					       SQCQ_CQ_F_NEED_WAKEUP);
 		}
 	}
 
@@ -1091,7 +1091,7 @@ int main(int argc, char **argv)
 					continue;
 				for (i = 0; i < nq; i++)
 					if (!sqcq_prepare_sleep(&qs[i].cq->flags,
-								VRING_CQ_F_NEED_WAKEUP,
+								SQCQ_CQ_F_NEED_WAKEUP,
 								&qs[i].cq->idx,
 								qs[i].cq_seen))
 						break;
@@ -1103,7 +1103,7 @@ int main(int argc, char **argv)
 				}
 				for (i = 0; i < nq; i++)
 					sqcq_clear_need_wakeup(&qs[i].cq->flags,
-							       VRING_CQ_F_NEED_WAKEUP);
+							       SQCQ_CQ_F_NEED_WAKEUP);
 			}
 			idle_since = 0;
 			for (i = 0; i < nq; i++)

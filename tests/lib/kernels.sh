@@ -104,15 +104,3 @@ sqcq_kernel_abi() {
 	echo "$dep" >"$cache.tmp.$$" && mv -f "$cache.tmp.$$" "$cache"
 	echo "$dep"
 }
-
-# sqcq_host_ko ID PREFIX: build the host module for kernel ID (tests/matrix.sh;
-# a module left in out/ by an older tree is never the one tested) and print
-# its path; on failure one "FAIL: PREFIX ID: ..." line and status 1.
-sqcq_host_ko() {
-	local abi ko
-	abi=$(sqcq_kernel_abi "$1") || { echo "FAIL: $2 $1: cannot resolve the ABI"; return 1; }
-	ko=$ROOT/out/$abi/host/vhost_scsi_sqcq.ko
-	tests/matrix.sh "$1" >&2 || true
-	[ -f "$ko" ] || { echo "FAIL: $2 $1: no module at $ko"; return 1; }
-	echo "$ko"
-}

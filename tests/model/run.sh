@@ -171,7 +171,7 @@ add no_park_mb_shared.deadlock deadlock "-DSHARED -DBROKEN_PARK_MB=1 -DNO_MONITO
 add no_recheck_shared lost-sq "-DSHARED -DBROKEN_RECHECK=1" "$DEPTH" "-O0 -DSAFETY"
 add no_consumer_mb_shared lost-sq "-DSHARED -DBROKEN_CONSUMER_MB=1" "$DEPTH" "-O0 -DSAFETY"
 # The host's kick handler clears SQ_NEED_WAKEUP before it wakes the
-# poller (vhost_kick_wake()); waking first loses a wakeup.
+# poller (vhc_kick_wake()); waking first loses a wakeup.
 add correct_kick_clear ok "-DKICK_CLEAR" "$DEPTH" "-O0 -DSAFETY"
 add correct_kick_clear_liveness ok "-DKICK_CLEAR -DLIVENESS -DN=2 -DQD=1" "-a -f $DEPTH" "-O0 -DNFAIR=3"
 add correct_kick_clear_shared ok "-DKICK_CLEAR -DSHARED" "$DEPTH" "-O0 -DSAFETY"

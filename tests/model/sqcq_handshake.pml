@@ -5,15 +5,15 @@
  * directions at once, on x86-TSO memory with explicit store buffers.
  *
  * Threads (each on its own CPU, each CPU with a FIFO store buffer):
- *   guest_sub   guest submitter: SQ producer.  Publishes vring_sq.idx with
+ *   guest_sub   guest submitter: SQ producer.  Publishes sqcq_sq.idx with
  *               sqcq_publish() and kicks (MMIO -> ioeventfd) when the host's
  *               SQ_NEED_WAKEUP is set.  At most QD requests in flight: it
  *               waits for completions, so a lost wakeup in either direction
  *               stops the whole system.
- *   host        host poll thread: SQ consumer (polls vring_sq.idx, sleeps on
+ *   host        host poll thread: SQ consumer (polls sqcq_sq.idx, sleeps on
  *               the kick eventfd via sqcq_prepare_sleep()) and, in the same
  *               thread and store buffer, CQ producer (completes what it took,
- *               sqcq_publish() on vring_cq.idx, interrupt when the guest's
+ *               sqcq_publish() on sqcq_cq.idx, interrupt when the guest's
  *               CQ_NEED_WAKEUP is set).
  *               With -DSPLIT_HOST the CQ producer is a separate host thread
  *               (a completion worker on another CPU) fed by the poller.
@@ -21,12 +21,12 @@
  *               (poll_shared, host/vhost_sqcq.c): the device's worker
  *               (CPU HOST) serves and, finding nothing, parks the device
  *               and sleeps with SQ_NEED_WAKEUP clear; the shared poller
- *               (CPU SPOLL, its own store buffer) reads vring_sq.idx of the
+ *               (CPU SPOLL, its own store buffer) reads sqcq_sq.idx of the
  *               parked device and either hands it back (wakes the worker)
  *               or lets it go with sqcq_prepare_sleep() done on the
  *               worker's behalf.  Parking, unparking and each pass of the
  *               shared poller hold its lock (glock).
- *   guest_poll  guest poll thread: CQ consumer (polls vring_cq.idx, sleeps
+ *   guest_poll  guest poll thread: CQ consumer (polls sqcq_cq.idx, sleeps
  *               until the queue interrupt).
  *   flusher     the memory system: drains any CPU's oldest buffered store
  *               to memory, at any time.
@@ -69,7 +69,7 @@
  *   BROKEN_PARK_MB      (SHARED) the worker parks without the full barrier
  *                       of set_current_state(): its clear of SQ_NEED_WAKEUP
  *                       may still sit in its store buffer
- *   KICK_CLEAR          the host's kick handler (vhost_kick_wake(), on the
+ *   KICK_CLEAR          the host's kick handler (vhc_kick_wake(), on the
  *                       kicking vCPU thread's CPU) clears SQ_NEED_WAKEUP
  *                       with a locked compare-and-exchange (NEED alone ->
  *                       0, never STOPPED) before it wakes the poller, so
@@ -395,7 +395,7 @@ proctype host()
 #else
 /*
  * The device's worker with a shared poller: each pass clears SQ_NEED_WAKEUP
- * (vhost_doorbells_awake()) and polls; finding nothing it parks and
+ * (vhost_sqcq_awake()) and polls; finding nothing it parks and
  * sleeps (set_current_state(), a full barrier, then the lock).  A kick or
  * the shared poller's hand-back wakes it; it unparks under the lock.
  */

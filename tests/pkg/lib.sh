@@ -20,10 +20,12 @@ PKG_REPO=$(cd "$_pkg_here/../.." && pwd)
 PKG_CHROOT_BASE="$SQCQ_CACHE/chroots/pkg-bookworm"
 # initramfs-tools is bookworm's generator; dracut-core (dracut without the
 # package that conflicts with initramfs-tools) lets the same chroot build a
-# dracut image too; rpm installs the .rpm in a copy.  update-initramfs stays
+# dracut image too; rpm installs the .rpm in a copy; targetcli-fb (with
+# python3-rtslib-fb and its boot-time restore service) and dbus are what a
+# host has for the host switch's test.  update-initramfs stays
 # diverted to /bin/true in the base (the 6.12 image the headers pull in is
 # never booted); a test that wants it removes the diversion in its copy.
-PKG_CHROOT_EXTRA="initramfs-tools dracut-core zstd rpm"
+PKG_CHROOT_EXTRA="initramfs-tools dracut-core zstd rpm targetcli-fb dbus"
 export DEBIAN_FRONTEND=noninteractive
 
 pkg_log() { echo "pkg: $*" >&2; }

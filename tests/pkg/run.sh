@@ -37,6 +37,16 @@
 #                  boots with virtio_scsi
 #   vm-switch-now  the chroot as a VM's system with udev: coldplug, on/off
 #                  --now, hot-added controllers, refusals (tests/pkg/vm-switch.sh)
+#   vm-host-switch the host switch (virtio-sqcq-host): the chroot as the
+#                  system of a 6.1 VM booted three times on one disk: on,
+#                  modprobe vhost_scsi / tcm_vhost and a targetcli target
+#                  saved; reboot: the boot-time restore (targetctl restore,
+#                  as rtslib-fb-targetctl.service runs it) lands in
+#                  vhost_scsi_sqcq, I/O through /dev/vhost-scsi, status
+#                  names the VM, off; reboot: the restore lands in the
+#                  in-tree vhost_scsi, --now swaps and refusals
+#                  (tests/pkg/host-switch.sh, tests/pkg/vm-host-switch.sh);
+#                  one PASS/FAIL line per step
 #   chroot-upgrade install VERSION+test1 over it: modules rebuilt and replaced;
 #                  the switch (turned on before) stays on; beside the real
 #                  kernels, one without CONFIG_TARGET_CORE (the guest driver
@@ -45,10 +55,12 @@
 #                  package, the other kernels keep their modules) and one
 #                  without headers (the package to install named)
 #   chroot-purge   apt purge leaves nothing behind; it turned the switch off
-#                  and rebuilt the initramfs without virtio_scsi_sqcq
+#                  and rebuilt the initramfs without virtio_scsi_sqcq; the
+#                  host switch, on before, is off
 #   rpm-chroot     the .rpm installed for real with rpm (Debian's) in a fresh
 #                  copy of the chroot: %post builds for both kernels, rpm -U
 #                  to VERSION+test1 replaces them, rpm -e removes everything
+#                  and turns the host switch off
 #   vm-modprobe    modprobe the modules DKMS built from the .deb, and those
 #                  it built from the .rpm, in one 6.1 VM (tests/vm/run.sh)
 #
@@ -115,6 +127,8 @@ bad() { echo "not ok: $*"; }
 deb="$out/virtio-sqcq-dkms_${ver}_all.deb"
 # shellcheck source=tests/pkg/switch.sh
 . "$here/switch.sh"
+# shellcheck source=tests/pkg/host-switch.sh
+. "$here/host-switch.sh"
 rpmf="$out/virtio-sqcq-dkms-$ver-1.noarch.rpm"
 
 t_versions() {
@@ -161,7 +175,8 @@ t_pkg_versions() {
 	local c
 	c=$(dpkg-deb -c "$deb")
 	grep -q "/usr/src/virtio-sqcq-$ver/dkms.conf" <<<"$c" || bad "deb: no /usr/src/virtio-sqcq-$ver"
-	for f in usr/sbin/virtio-sqcq-stat usr/share/man/man8/virtio-sqcq-stat.8.gz; do
+	for f in usr/sbin/virtio-sqcq-stat usr/share/man/man8/virtio-sqcq-stat.8.gz usr/sbin/virtio-sqcq-host \
+		usr/share/man/man8/virtio-sqcq-host.8.gz usr/lib/virtio-sqcq/host-load; do
 		grep -q " \./$f\$" <<<"$c" || bad "deb: no /$f"
 	done
 	c=$(dpkg-deb --fsys-tarfile "$deb" | tar -xO "./usr/src/virtio-sqcq-$ver/dkms.conf")
@@ -424,10 +439,16 @@ t_chroot_upgrade() {
 
 t_chroot_purge() {
 	local left
-	in_chroot apt-get purge -y -q virtio-sqcq-dkms || return 1
+	hs_removal_pre in_chroot || return 1
+	in_chroot apt-get purge -y -q virtio-sqcq-dkms >"$out/purge.out" 2>&1
+	left=$?
+	cat "$out/purge.out"
+	[ $left = 0 ] || return 1
+	hs_removal_post "$work" "$out/purge.out"
 	left=$(cd "$work" && ls -d lib/modules/*/updates/dkms/*sqcq* usr/src/virtio-sqcq* \
 		var/lib/dkms/virtio-sqcq etc/modprobe.d/virtio-sqcq*.conf lib/modprobe.d/virtio-sqcq* \
-		usr/sbin/virtio-sqcq-guest usr/sbin/virtio-sqcq-stat usr/share/initramfs-tools/hooks/virtio-sqcq \
+		usr/sbin/virtio-sqcq-guest usr/sbin/virtio-sqcq-stat usr/sbin/virtio-sqcq-host usr/lib/virtio-sqcq \
+		usr/share/initramfs-tools/hooks/virtio-sqcq \
 		usr/lib/dracut/modules.d/95virtio-sqcq 2>/dev/null)
 	left+=$(cd "$work" && find lib/modules -name '*sqcq*' 2>/dev/null)
 	[ -z "$left" ] || bad "left after purge: $left"
@@ -488,11 +509,14 @@ t_rpm_chroot() {
 		grep -q "virtio-sqcq/$ver," <<<"$st" && bad "the upgrade left $ver in dkms"
 		[ -e "$w/usr/src/virtio-sqcq-$ver" ] && bad "the upgrade left /usr/src/virtio-sqcq-$ver"
 	done
+	hs_removal_pre rin || return 1
 	rin rpm -e --force-debian virtio-sqcq-dkms >"$o" 2>&1 || bad "rpm -e: $(tail -n 3 "$o")"
 	cat "$o"
+	hs_removal_post "$w" "$o"
 	rin dkms status | grep -q virtio-sqcq && bad "rpm -e: dkms status still lists virtio-sqcq"
 	left=$(cd "$w" && ls -d lib/modules/*/updates/dkms/*sqcq* usr/src/virtio-sqcq* var/lib/dkms/virtio-sqcq \
-		usr/lib/virtio-sqcq usr/sbin/virtio-sqcq-guest usr/sbin/virtio-sqcq-stat 2>/dev/null)
+		usr/lib/virtio-sqcq usr/sbin/virtio-sqcq-guest usr/sbin/virtio-sqcq-stat usr/sbin/virtio-sqcq-host \
+		etc/modprobe.d/virtio-sqcq-host.conf 2>/dev/null)
 	[ -z "$left" ] || bad "left after rpm -e: $left"
 	pkg_chroot_discard "$w"
 	ok "rpm installed, upgraded and erased"
@@ -567,6 +591,8 @@ if [ "${SQCQ_PKG_VM:-1}" != 0 ]; then
 	run_test vm-optout-initramfs t_vm_optout_initramfs switch-chroot
 	run_test vm-optout-dracut t_vm_optout_dracut switch-dracut
 	run_test vm-switch-now t_vm_switch_now switch-chroot
+	run_test vm-host-switch t_vm_host_switch switch-chroot
+	[ -z "${result[vm-host-switch]:-}" ] || hs_report
 fi
 run_test chroot-upgrade t_chroot_upgrade chroot-install
 run_test chroot-purge t_chroot_purge chroot-install

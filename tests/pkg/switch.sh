@@ -167,14 +167,26 @@ sw_dracut() {
 
 t_switch_dracut() {
 	local m=/usr/lib/dracut/modules.d/95virtio-sqcq/module-setup.sh rc ko
+	local opts=/etc/modprobe.d/virtio-sqcq.conf opt="options virtio_scsi_sqcq poll_queues=1"
 	[ -x "$work$m" ] || { bad "no $m"; return 1; }
 	in_chroot bash -c ". $m; check"
 	rc=$?
 	[ $rc = 255 ] || bad "check() with the switch off: $rc, want 255 (only if asked for)"
 	sw_run on on --no-initramfs || return 1
 	in_chroot bash -c ". $m; check" || bad "check() with the switch on: $?, want 0"
+	# An option set for the root disk's controller travels in the image.
+	cp "$work$opts" "$work/tmp/opts.saved" && echo "$opt" >>"$work$opts" || return 1
 	sw_dracut /tmp/dracut-on.img || { bad "dracut failed"; return 1; }
+	mv "$work/tmp/opts.saved" "$work$opts"
 	sw_expect_image dracut-on /tmp/dracut-on.img "ours intree bl-intree bl-ours loader" dracut-on
+	# (unmkinitramfs puts the main archive under main/ after an early one.)
+	if in_chroot unmkinitramfs /tmp/dracut-on.img /tmp/sw-opts &&
+		find "$work/tmp/sw-opts" -path "*$opts" -exec grep -qx "$opt" {} \; -print | grep -q .; then
+		ok "dracut-on: the image has the options file ($opt)"
+	else
+		bad "dracut-on: the image lacks $opts with '$opt'"
+	fi
+	rm -rf "$work/tmp/sw-opts"
 	ko=$(installed_ko "$sw_k" virtio_scsi_sqcq) || return 1
 	mv "$work$ko" "$work/tmp/" && in_chroot depmod "$sw_k" || return 1
 	# hostonly: dracut copies /etc/modprobe.d, switch file included, and

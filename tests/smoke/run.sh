@@ -6,23 +6,12 @@
 # modules come from out/<abi>/, built here by tests/matrix.sh.
 # Prints PASS:/FAIL: lines; exit status 0 when all passed.
 set -u
-cd "$(dirname "$0")/../.." || exit 1
-ROOT=$(pwd)
-# shellcheck source=tests/lib/kernels.sh
-. tests/lib/kernels.sh
+# shellcheck source=tests/lib/stage.sh
+. "$(dirname "$0")/../lib/stage.sh"
 
-id=6.1
-case "${1:-}" in
---kernel) id=${2:?--kernel needs an ID} ;;
-"") ;;
-*) sed -n '2,/^set -u/p' "$0" | sed -e '$d' -e 's/^# \{0,1\}//' >&2; exit 2 ;;
-esac
-abi=$(sqcq_kernel_abi "$id") || { echo "FAIL: vm $id: cannot resolve ABI"; exit 1; }
-[ -f "out/$abi/host/vhost_scsi_sqcq.ko" ] || tests/matrix.sh "$id" >&2
-if [ ! -f "out/$abi/host/vhost_scsi_sqcq.ko" ]; then
-	echo "FAIL: vm $id: out/$abi has no modules (tests/matrix.sh $id)"
-	exit 1
-fi
+id=6.1 ko=""
+stage_init vm kernel "$@"
+stage_module host
 mkdir -p out/tools
 gcc -O2 -Wall -Wextra -Werror -o out/tools/ioctl-probe tests/smoke/ioctl-probe.c ||
 	{ echo "FAIL: vm $id: ioctl-probe does not build"; exit 1; }

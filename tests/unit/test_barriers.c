@@ -115,7 +115,7 @@ TEST(census_consume_idx)
 TEST(census_publish)
 {
 	reset();
-	(void)sqcq_publish(&idx, 5, &flags, VRING_SQ_F_NEED_WAKEUP);
+	(void)sqcq_publish(&idx, 5, &flags, SQCQ_SQ_F_NEED_WAKEUP);
 	EXPECT_TRACE(B(WMB), S(idx), B(MB), L(flags));
 }
 
@@ -123,7 +123,7 @@ TEST(census_publish)
 TEST(census_prepare_sleep)
 {
 	reset();
-	CHECK(sqcq_prepare_sleep(&flags, VRING_CQ_F_NEED_WAKEUP, &idx, 0));
+	CHECK(sqcq_prepare_sleep(&flags, SQCQ_CQ_F_NEED_WAKEUP, &idx, 0));
 	EXPECT_TRACE(L(flags), S(flags), B(MB), L(idx));
 }
 
@@ -132,7 +132,7 @@ TEST(census_prepare_sleep_moved)
 {
 	reset();
 	idx = 1;	/* le16 1 on the little-endian test machine */
-	CHECK(!sqcq_prepare_sleep(&flags, VRING_CQ_F_NEED_WAKEUP, &idx, 0));
+	CHECK(!sqcq_prepare_sleep(&flags, SQCQ_CQ_F_NEED_WAKEUP, &idx, 0));
 	EXPECT_TRACE(L(flags), S(flags), B(MB), L(idx), L(flags), S(flags));
 }
 
@@ -140,14 +140,14 @@ TEST(census_prepare_sleep_moved)
 TEST(census_request_notify)
 {
 	reset();
-	sqcq_request_notify(&flags, VRING_SQ_F_NEED_WAKEUP);
+	sqcq_request_notify(&flags, SQCQ_SQ_F_NEED_WAKEUP);
 	EXPECT_TRACE(L(flags), S(flags), B(MB));
 }
 
 TEST(census_stop_polling)
 {
 	reset();
-	sqcq_stop_polling(&flags, VRING_SQ_F_NEED_WAKEUP, VRING_SQ_F_STOPPED);
+	sqcq_stop_polling(&flags, SQCQ_SQ_F_NEED_WAKEUP, SQCQ_SQ_F_STOPPED);
 	EXPECT_TRACE(L(flags), S(flags), B(MB));
 }
 
@@ -155,7 +155,7 @@ TEST(census_stop_polling)
 TEST(census_clear_need_wakeup)
 {
 	reset();
-	sqcq_clear_need_wakeup(&flags, VRING_SQ_F_NEED_WAKEUP);
+	sqcq_clear_need_wakeup(&flags, SQCQ_SQ_F_NEED_WAKEUP);
 	EXPECT_TRACE(L(flags), S(flags));
 }
 

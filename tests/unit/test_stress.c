@@ -33,8 +33,8 @@
  * (graceful degradation, docs/protocol.md section 5).
  *
  * Usage: test_stress sq|cq [items [tag]]
- *   sq: guest producer, host poller (vring_sq.idx, VRING_SQ_F_NEED_WAKEUP)
- *   cq: host producer, guest poller (vring_cq.idx, VRING_CQ_F_NEED_WAKEUP)
+ *   sq: guest producer, host poller (sqcq_sq.idx, SQCQ_SQ_F_NEED_WAKEUP)
+ *   cq: host producer, guest poller (sqcq_cq.idx, SQCQ_CQ_F_NEED_WAKEUP)
  *
  * Mutations (compile time, for proving the test can fail; run.sh expects
  * these builds to report a lost wakeup):
@@ -598,13 +598,13 @@ int main(int argc, char **argv)
 	if (!strcmp(dir, "sq")) {
 		c->idx = &a->q[0].sq_line.sq.idx;
 		c->flags = &a->q[0].sq_line.sq.flags;
-		c->need = VRING_SQ_F_NEED_WAKEUP;
-		c->stopped = VRING_SQ_F_STOPPED;
+		c->need = SQCQ_SQ_F_NEED_WAKEUP;
+		c->stopped = SQCQ_SQ_F_STOPPED;
 	} else if (!strcmp(dir, "cq")) {
 		c->idx = &a->q[0].cq_line.cq.idx;
 		c->flags = &a->q[0].cq_line.cq.flags;
-		c->need = VRING_CQ_F_NEED_WAKEUP;
-		c->stopped = VRING_CQ_F_STOPPED;
+		c->need = SQCQ_CQ_F_NEED_WAKEUP;
+		c->stopped = SQCQ_CQ_F_STOPPED;
 	} else {
 		fprintf(stderr, "usage: %s sq|cq [items [tag]]\n", argv[0]);
 		return 2;

@@ -37,12 +37,12 @@ TEST(constants)
 	CHECK_EQ(SQCQ_VIRTIO_SCSI_S_FUNCTION_REJECTED, 11);
 	CHECK_EQ(SQCQ_VIRTIO_SCSI_CMD_RESP_SIZE, 108);
 	/* Flag bits are distinct single bits. */
-	CHECK_EQ(VRING_SQ_F_NEED_WAKEUP & VRING_SQ_F_STOPPED, 0);
-	CHECK_EQ(VRING_CQ_F_NEED_WAKEUP & VRING_CQ_F_STOPPED, 0);
+	CHECK_EQ(SQCQ_SQ_F_NEED_WAKEUP & SQCQ_SQ_F_STOPPED, 0);
+	CHECK_EQ(SQCQ_CQ_F_NEED_WAKEUP & SQCQ_CQ_F_STOPPED, 0);
 	CHECK_EQ(SQCQ_F_SQ_POLL & SQCQ_F_CQ_POLL, 0);
 	CHECK_EQ(SQCQ_F_ALL, SQCQ_F_SQ_POLL | SQCQ_F_CQ_POLL);
-	CHECK(VRING_SQ_F_NEED_WAKEUP <= 0xffff && VRING_SQ_F_STOPPED <= 0xffff);
-	CHECK(VRING_CQ_F_NEED_WAKEUP <= 0xffff && VRING_CQ_F_STOPPED <= 0xffff);
+	CHECK(SQCQ_SQ_F_NEED_WAKEUP <= 0xffff && SQCQ_SQ_F_STOPPED <= 0xffff);
+	CHECK(SQCQ_CQ_F_NEED_WAKEUP <= 0xffff && SQCQ_CQ_F_STOPPED <= 0xffff);
 }
 
 TEST(layout_structs)
@@ -57,12 +57,12 @@ TEST(layout_structs)
 	CHECK_EQ(offsetof(struct sqcq_area_hdr, reserved), 12);
 
 	/* Doorbells. */
-	CHECK_EQ(sizeof(struct vring_sq), 4);
-	CHECK_EQ(offsetof(struct vring_sq, idx), 0);
-	CHECK_EQ(offsetof(struct vring_sq, flags), 2);
-	CHECK_EQ(sizeof(struct vring_cq), 4);
-	CHECK_EQ(offsetof(struct vring_cq, idx), 0);
-	CHECK_EQ(offsetof(struct vring_cq, flags), 2);
+	CHECK_EQ(sizeof(struct sqcq_sq), 4);
+	CHECK_EQ(offsetof(struct sqcq_sq, idx), 0);
+	CHECK_EQ(offsetof(struct sqcq_sq, flags), 2);
+	CHECK_EQ(sizeof(struct sqcq_cq), 4);
+	CHECK_EQ(offsetof(struct sqcq_cq, idx), 0);
+	CHECK_EQ(offsetof(struct sqcq_cq, flags), 2);
 
 	/* Lines. */
 	CHECK_EQ(sizeof(struct sqcq_sq_line), SQCQ_LINE_SIZE);
@@ -534,15 +534,15 @@ TEST(area_init)
 		CHECK_EQ(le16_to_cpu(a->hdr.line_size), SQCQ_LINE_SIZE);
 		CHECK_EQ(a->hdr.reserved0, 0);
 		for (i = 0; i < nqs[k]; i++) {
-			const struct vring_sq *sq = &a->q[i].sq_line.sq;
-			const struct vring_cq *cq = &a->q[i].cq_line.cq;
+			const struct sqcq_sq *sq = &a->q[i].sq_line.sq;
+			const struct sqcq_cq *cq = &a->q[i].cq_line.cq;
 
 			/* Both NEED_WAKEUP bits set: classic until a poller
 			 * clears its own bit.
 			 */
 			if (le16_to_cpu(sq->idx) != 0 || le16_to_cpu(cq->idx) != 0 ||
-			    le16_to_cpu(sq->flags) != VRING_SQ_F_NEED_WAKEUP ||
-			    le16_to_cpu(cq->flags) != VRING_CQ_F_NEED_WAKEUP)
+			    le16_to_cpu(sq->flags) != SQCQ_SQ_F_NEED_WAKEUP ||
+			    le16_to_cpu(cq->flags) != SQCQ_CQ_F_NEED_WAKEUP)
 				bad++;
 		}
 		CHECK_EQ(bad, 0);
@@ -645,10 +645,10 @@ static __u16 rd(const __le16 *p)
 
 TEST(publish)
 {
-	struct vring_sq sq = { 0, 0 };
-	struct vring_cq cq = { 0, 0 };
-	__u16 flags[] = { 0, VRING_SQ_F_NEED_WAKEUP, VRING_SQ_F_STOPPED,
-			  VRING_SQ_F_NEED_WAKEUP | VRING_SQ_F_STOPPED, 0xfffe,
+	struct sqcq_sq sq = { 0, 0 };
+	struct sqcq_cq cq = { 0, 0 };
+	__u16 flags[] = { 0, SQCQ_SQ_F_NEED_WAKEUP, SQCQ_SQ_F_STOPPED,
+			  SQCQ_SQ_F_NEED_WAKEUP | SQCQ_SQ_F_STOPPED, 0xfffe,
 			  0xffff };
 	unsigned int i;
 
@@ -660,35 +660,35 @@ TEST(publish)
 
 		sq.flags = cpu_to_le16(flags[i]);
 		CHECK_EQ(sqcq_publish(&sq.idx, v, &sq.flags,
-				      VRING_SQ_F_NEED_WAKEUP),
-			 !!(flags[i] & VRING_SQ_F_NEED_WAKEUP));
+				      SQCQ_SQ_F_NEED_WAKEUP),
+			 !!(flags[i] & SQCQ_SQ_F_NEED_WAKEUP));
 		CHECK_EQ(rd(&sq.idx), v);
 		/* The producer never writes the peer's flags. */
 		CHECK_EQ(rd(&sq.flags), flags[i]);
 	}
 	/* Little-endian on the wire. */
 	sq.flags = 0;
-	sqcq_publish(&sq.idx, 0xabcd, &sq.flags, VRING_SQ_F_NEED_WAKEUP);
+	sqcq_publish(&sq.idx, 0xabcd, &sq.flags, SQCQ_SQ_F_NEED_WAKEUP);
 	CHECK_EQ(((unsigned char *)&sq.idx)[0], 0xcd);
 	CHECK_EQ(((unsigned char *)&sq.idx)[1], 0xab);
 	/* Index wraps. */
-	sqcq_publish(&sq.idx, 65535, &sq.flags, VRING_SQ_F_NEED_WAKEUP);
+	sqcq_publish(&sq.idx, 65535, &sq.flags, SQCQ_SQ_F_NEED_WAKEUP);
 	CHECK_EQ(rd(&sq.idx), 65535);
-	sqcq_publish(&sq.idx, 0, &sq.flags, VRING_SQ_F_NEED_WAKEUP);
+	sqcq_publish(&sq.idx, 0, &sq.flags, SQCQ_SQ_F_NEED_WAKEUP);
 	CHECK_EQ(rd(&sq.idx), 0);
 	/* CQ direction: the host publishes, the guest's bit decides. */
-	cq.flags = cpu_to_le16(VRING_CQ_F_NEED_WAKEUP);
-	CHECK(sqcq_publish(&cq.idx, 7, &cq.flags, VRING_CQ_F_NEED_WAKEUP));
+	cq.flags = cpu_to_le16(SQCQ_CQ_F_NEED_WAKEUP);
+	CHECK(sqcq_publish(&cq.idx, 7, &cq.flags, SQCQ_CQ_F_NEED_WAKEUP));
 	CHECK_EQ(rd(&cq.idx), 7);
 	cq.flags = 0;
-	CHECK(!sqcq_publish(&cq.idx, 8, &cq.flags, VRING_CQ_F_NEED_WAKEUP));
+	CHECK(!sqcq_publish(&cq.idx, 8, &cq.flags, SQCQ_CQ_F_NEED_WAKEUP));
 	CHECK_EQ(rd(&cq.idx), 8);
 }
 
 TEST(prepare_sleep)
 {
-	struct vring_sq sq;
-	const __u16 need = VRING_SQ_F_NEED_WAKEUP;
+	struct sqcq_sq sq;
+	const __u16 need = SQCQ_SQ_F_NEED_WAKEUP;
 
 	/* Index has not moved: may sleep, flag left set. */
 	sq.idx = cpu_to_le16(42);
@@ -729,13 +729,13 @@ TEST(prepare_sleep)
 
 	/* CQ direction. */
 	{
-		struct vring_cq cq = { 0, 0 };
+		struct sqcq_cq cq = { 0, 0 };
 
 		cq.idx = cpu_to_le16(3);
-		CHECK(sqcq_prepare_sleep(&cq.flags, VRING_CQ_F_NEED_WAKEUP,
+		CHECK(sqcq_prepare_sleep(&cq.flags, SQCQ_CQ_F_NEED_WAKEUP,
 					 &cq.idx, 3));
-		CHECK_EQ(rd(&cq.flags), VRING_CQ_F_NEED_WAKEUP);
-		CHECK(!sqcq_prepare_sleep(&cq.flags, VRING_CQ_F_NEED_WAKEUP,
+		CHECK_EQ(rd(&cq.flags), SQCQ_CQ_F_NEED_WAKEUP);
+		CHECK(!sqcq_prepare_sleep(&cq.flags, SQCQ_CQ_F_NEED_WAKEUP,
 					  &cq.idx, 2));
 		CHECK_EQ(rd(&cq.flags), 0);
 	}
@@ -743,36 +743,36 @@ TEST(prepare_sleep)
 
 TEST(clear_need_wakeup)
 {
-	__le16 f = cpu_to_le16(VRING_SQ_F_NEED_WAKEUP | VRING_SQ_F_STOPPED);
+	__le16 f = cpu_to_le16(SQCQ_SQ_F_NEED_WAKEUP | SQCQ_SQ_F_STOPPED);
 
-	sqcq_clear_need_wakeup(&f, VRING_SQ_F_NEED_WAKEUP);
-	CHECK_EQ(rd(&f), VRING_SQ_F_STOPPED);
-	sqcq_clear_need_wakeup(&f, VRING_SQ_F_NEED_WAKEUP);
-	CHECK_EQ(rd(&f), VRING_SQ_F_STOPPED);
-	f = cpu_to_le16(VRING_CQ_F_NEED_WAKEUP);
-	sqcq_clear_need_wakeup(&f, VRING_CQ_F_NEED_WAKEUP);
+	sqcq_clear_need_wakeup(&f, SQCQ_SQ_F_NEED_WAKEUP);
+	CHECK_EQ(rd(&f), SQCQ_SQ_F_STOPPED);
+	sqcq_clear_need_wakeup(&f, SQCQ_SQ_F_NEED_WAKEUP);
+	CHECK_EQ(rd(&f), SQCQ_SQ_F_STOPPED);
+	f = cpu_to_le16(SQCQ_CQ_F_NEED_WAKEUP);
+	sqcq_clear_need_wakeup(&f, SQCQ_CQ_F_NEED_WAKEUP);
 	CHECK_EQ(rd(&f), 0);
 }
 
 TEST(stop_polling)
 {
-	struct vring_sq sq = { 0, 0 };
-	struct vring_cq cq = { 0, 0 };
+	struct sqcq_sq sq = { 0, 0 };
+	struct sqcq_cq cq = { 0, 0 };
 
-	sqcq_stop_polling(&sq.flags, VRING_SQ_F_NEED_WAKEUP, VRING_SQ_F_STOPPED);
-	CHECK_EQ(rd(&sq.flags), VRING_SQ_F_NEED_WAKEUP | VRING_SQ_F_STOPPED);
+	sqcq_stop_polling(&sq.flags, SQCQ_SQ_F_NEED_WAKEUP, SQCQ_SQ_F_STOPPED);
+	CHECK_EQ(rd(&sq.flags), SQCQ_SQ_F_NEED_WAKEUP | SQCQ_SQ_F_STOPPED);
 	/* Idempotent. */
-	sqcq_stop_polling(&sq.flags, VRING_SQ_F_NEED_WAKEUP, VRING_SQ_F_STOPPED);
-	CHECK_EQ(rd(&sq.flags), VRING_SQ_F_NEED_WAKEUP | VRING_SQ_F_STOPPED);
+	sqcq_stop_polling(&sq.flags, SQCQ_SQ_F_NEED_WAKEUP, SQCQ_SQ_F_STOPPED);
+	CHECK_EQ(rd(&sq.flags), SQCQ_SQ_F_NEED_WAKEUP | SQCQ_SQ_F_STOPPED);
 	/* Other bits preserved. */
 	cq.flags = cpu_to_le16(0x4000);
-	sqcq_stop_polling(&cq.flags, VRING_CQ_F_NEED_WAKEUP, VRING_CQ_F_STOPPED);
+	sqcq_stop_polling(&cq.flags, SQCQ_CQ_F_NEED_WAKEUP, SQCQ_CQ_F_STOPPED);
 	CHECK_EQ(rd(&cq.flags),
-		 0x4000 | VRING_CQ_F_NEED_WAKEUP | VRING_CQ_F_STOPPED);
+		 0x4000 | SQCQ_CQ_F_NEED_WAKEUP | SQCQ_CQ_F_STOPPED);
 	/* Graceful degradation: the peer now notifies on every publish. */
-	CHECK(sqcq_publish(&sq.idx, 1, &sq.flags, VRING_SQ_F_NEED_WAKEUP));
-	CHECK(sqcq_publish(&sq.idx, 2, &sq.flags, VRING_SQ_F_NEED_WAKEUP));
-	CHECK(sqcq_publish(&cq.idx, 1, &cq.flags, VRING_CQ_F_NEED_WAKEUP));
+	CHECK(sqcq_publish(&sq.idx, 1, &sq.flags, SQCQ_SQ_F_NEED_WAKEUP));
+	CHECK(sqcq_publish(&sq.idx, 2, &sq.flags, SQCQ_SQ_F_NEED_WAKEUP));
+	CHECK(sqcq_publish(&cq.idx, 1, &cq.flags, SQCQ_CQ_F_NEED_WAKEUP));
 	CHECK_EQ(rd(&sq.idx), 2);
 }
 
@@ -784,7 +784,7 @@ TEST(handshake_sequence)
 	 */
 	size_t bytes;
 	struct sqcq_area *a = new_area(1, &bytes);
-	struct vring_sq *sq;
+	struct sqcq_sq *sq;
 	__u16 seen = 0;
 
 	CHECK(a != NULL);
@@ -793,24 +793,24 @@ TEST(handshake_sequence)
 	sqcq_area_init(a, 1);
 	sq = &a->q[0].sq_line.sq;
 	/* Before any poller runs: every publish notifies (classic). */
-	CHECK(sqcq_publish(&sq->idx, 1, &sq->flags, VRING_SQ_F_NEED_WAKEUP));
+	CHECK(sqcq_publish(&sq->idx, 1, &sq->flags, SQCQ_SQ_F_NEED_WAKEUP));
 	/* Poller starts. */
-	sqcq_clear_need_wakeup(&sq->flags, VRING_SQ_F_NEED_WAKEUP);
-	CHECK(!sqcq_publish(&sq->idx, 2, &sq->flags, VRING_SQ_F_NEED_WAKEUP));
+	sqcq_clear_need_wakeup(&sq->flags, SQCQ_SQ_F_NEED_WAKEUP);
+	CHECK(!sqcq_publish(&sq->idx, 2, &sq->flags, SQCQ_SQ_F_NEED_WAKEUP));
 	/* Poller idles but has only seen 1: must not sleep. */
 	seen = 1;
-	CHECK(!sqcq_prepare_sleep(&sq->flags, VRING_SQ_F_NEED_WAKEUP, &sq->idx,
+	CHECK(!sqcq_prepare_sleep(&sq->flags, SQCQ_SQ_F_NEED_WAKEUP, &sq->idx,
 				  seen));
-	CHECK(!sqcq_publish(&sq->idx, 3, &sq->flags, VRING_SQ_F_NEED_WAKEUP));
+	CHECK(!sqcq_publish(&sq->idx, 3, &sq->flags, SQCQ_SQ_F_NEED_WAKEUP));
 	seen = 3;
-	CHECK(sqcq_prepare_sleep(&sq->flags, VRING_SQ_F_NEED_WAKEUP, &sq->idx,
+	CHECK(sqcq_prepare_sleep(&sq->flags, SQCQ_SQ_F_NEED_WAKEUP, &sq->idx,
 				 seen));
 	/* Asleep: the next publish notifies. */
-	CHECK(sqcq_publish(&sq->idx, 4, &sq->flags, VRING_SQ_F_NEED_WAKEUP));
-	sqcq_clear_need_wakeup(&sq->flags, VRING_SQ_F_NEED_WAKEUP);
-	CHECK(!sqcq_publish(&sq->idx, 5, &sq->flags, VRING_SQ_F_NEED_WAKEUP));
+	CHECK(sqcq_publish(&sq->idx, 4, &sq->flags, SQCQ_SQ_F_NEED_WAKEUP));
+	sqcq_clear_need_wakeup(&sq->flags, SQCQ_SQ_F_NEED_WAKEUP);
+	CHECK(!sqcq_publish(&sq->idx, 5, &sq->flags, SQCQ_SQ_F_NEED_WAKEUP));
 	/* The CQ line of the same queue is untouched by all this. */
-	CHECK_EQ(rd(&a->q[0].cq_line.cq.flags), VRING_CQ_F_NEED_WAKEUP);
+	CHECK_EQ(rd(&a->q[0].cq_line.cq.flags), SQCQ_CQ_F_NEED_WAKEUP);
 	CHECK_EQ(rd(&a->q[0].cq_line.cq.idx), 0);
 	free(a);
 }
