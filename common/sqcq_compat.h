@@ -298,6 +298,27 @@ static inline void sqcq_shost_set_nr_maps(struct Scsi_Host *shost,
 #endif
 
 /*
+ * The SCSI host's own sysfs files: attribute groups in shost_groups from
+ * 5.16, a NULL-terminated device_attribute array in shost_attrs before.
+ * The driver lists its DEVICE_ATTR()s once:
+ *
+ *	static sqcq_shost_attr_t *NAME_attrs[] = { SQCQ_SHOST_ATTR(x), NULL };
+ *	SQCQ_SHOST_GROUPS(NAME);
+ *	... SQCQ_SHT_SHOST_ATTRS(NAME) in the host template
+ */
+#ifdef SQCQ_HAVE_SHOST_GROUPS
+#define sqcq_shost_attr_t		struct attribute
+#define SQCQ_SHOST_ATTR(a)		(&dev_attr_##a.attr)
+#define SQCQ_SHOST_GROUPS(name)		ATTRIBUTE_GROUPS(name)
+#define SQCQ_SHT_SHOST_ATTRS(name)	.shost_groups = name##_groups,
+#else
+#define sqcq_shost_attr_t		struct device_attribute
+#define SQCQ_SHOST_ATTR(a)		(&dev_attr_##a)
+#define SQCQ_SHOST_GROUPS(name)		static_assert(ARRAY_SIZE(name##_attrs) > 1)
+#define SQCQ_SHT_SHOST_ATTRS(name)	.shost_attrs = name##_attrs,
+#endif
+
+/*
  * blk_mq_map_hw_queues() (6.14+) maps hardware queues by the device's
  * interrupt affinity; before it the virtio bus had its own helper.
  */

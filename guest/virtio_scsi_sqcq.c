@@ -54,6 +54,9 @@
 #include "sqcq_param.h"
 #include "sqcq_uapi.h"
 #include "sqcq_faults.h"
+/* The tracepoints' one definition (guest/sqcq_guest_trace.h). */
+#define CREATE_TRACE_POINTS
+#include "sqcq_guest_trace.h"
 
 /* Upper bound on poll queues; the device's queue count caps it further. */
 #define SQCQ_MAX_POLL_QUEUES	256
@@ -1970,6 +1973,27 @@ static bool virtscsi_stolen(struct virtscsi_steal *st)
 }
 
 /*
+ * The poll_wake tracepoint, enabled: why the poll thread, back from its
+ * sleep, runs.  Its only waker besides kthread_stop() is a queue
+ * interrupt (virtscsi_poll_wake()) for a completion the host published.
+ */
+static void virtscsi_trace_wake(struct virtscsi_dev *dev)
+{
+	enum sqcq_guest_wake why = SQCQ_WAKE_OTHER;
+	struct virtscsi_vq *q;
+	unsigned int i;
+
+	if (kthread_should_stop()) {
+		why = SQCQ_WAKE_STOP;
+	} else {
+		virtscsi_for_each_polled(dev, q, i)
+			if (sqcq_load16(&q->cq->idx) != q->cq_seen)
+				why = SQCQ_WAKE_INTERRUPT;
+	}
+	trace_poll_wake(dev->shost->host_no, why);
+}
+
+/*
  * The device's poll thread: completes commands from the CQ doorbells,
  * spinning while there is work and for an idle window after it, then
  * sleeps behind CQ NEED_WAKEUP until a queue interrupt.  The window adapts
@@ -2057,8 +2081,11 @@ static int virtscsi_poll_fn(void *data)
 		WRITE_ONCE(dev->wd_armed, false);
 		WRITE_ONCE(dev->poll_sleeps, dev->poll_sleeps + 1);
 		WRITE_ONCE(dev->poll_sleep_why[why], dev->poll_sleep_why[why] + 1);
+		trace_poll_sleep(dev->shost->host_no, why, dev->poll_window_ns);
 		schedule();
 		WRITE_ONCE(dev->poll_wakeups, dev->poll_wakeups + 1);
+		if (trace_poll_wake_enabled())
+			virtscsi_trace_wake(dev);
 		/* Work the interrupts completed meanwhile counts. */
 		last = max(last, READ_ONCE(dev->poll_last_ns));
 		virtscsi_poll_awake(dev);
@@ -2127,6 +2154,7 @@ static void virtscsi_go_classic(struct virtscsi_dev *dev, const char *why)
 	virtscsi_poller_stop(dev);
 	dev->classic_why = why;
 	WRITE_ONCE(dev->state, VIRTSCSI_STATE_STOPPED);
+	trace_sqcq_teardown(dev->shost->host_no, why);
 }
 
 static void virtscsi_stop_work(struct work_struct *work)
@@ -2467,6 +2495,7 @@ static void virtscsi_setup_install(struct virtscsi_dev *dev,
 		wake_up_process(poller);
 	}
 	mutex_unlock(&dev->virtscsi_lock);
+	trace_sqcq_setup(dev->shost->host_no, dev->nr_req, hflags, poller);
 	dev_info(&dev->vdev->dev, "SQ/CQ negotiated: %u queues, %s%s, poll_idle_us %u, area at device address %#llx%s (host: %u poll thread%s, poll_idle_us %u)\n",
 		 dev->nr_req, poller ? "1 poll thread" :
 		 (hflags & SQCQ_F_CQ_POLL) ? "no poll thread" :
@@ -2485,7 +2514,7 @@ static void virtscsi_setup_install(struct virtscsi_dev *dev,
  * caller to fail: the device is reset on the way out, which hands both
  * back.  Returns 0 otherwise, whatever the mode.
  */
-static int virtscsi_sqcq_setup(struct virtscsi_dev *dev)
+static int __virtscsi_sqcq_setup(struct virtscsi_dev *dev)
 {
 	size_t bytes = PAGE_ALIGN(sqcq_area_bytes(dev->nr_req));
 	struct virtio_device *vdev = dev->vdev;
@@ -2565,6 +2594,17 @@ killed:
 	dev->stale = mem;
 	dev->stale_tmf = tmf;
 	return -EINTR;
+}
+
+/* The same, and the sqcq_classic tracepoint when it ended classic. */
+static int virtscsi_sqcq_setup(struct virtscsi_dev *dev)
+{
+	int ret = __virtscsi_sqcq_setup(dev);
+
+	if (READ_ONCE(dev->state) != VIRTSCSI_STATE_ON)
+		trace_sqcq_classic(dev->shost->host_no,
+				   dev->classic_why ?: "unknown");
+	return ret;
 }
 
 /*
@@ -2707,6 +2747,8 @@ static void virtscsi_sqcq_stop(struct virtscsi_dev *dev)
 
 	mutex_lock(&dev->virtscsi_lock);
 	virtscsi_poller_stop(dev);
+	if (dev->state == VIRTSCSI_STATE_ON)
+		trace_sqcq_teardown(dev->shost->host_no, "device reset");
 	WRITE_ONCE(dev->state, VIRTSCSI_STATE_OFF);
 	mutex_unlock(&dev->virtscsi_lock);
 	/* Nothing can queue it now: no callback, submitter or poller is left. */
@@ -2838,6 +2880,110 @@ static void virtscsi_debugfs_add(struct virtscsi_dev *dev)
 }
 
 /* ------------------------------------------------------------------ */
+/* sysfs: /sys/class/scsi_host/hostN/sqcq_* (docs/observability.md)    */
+/* ------------------------------------------------------------------ */
+
+/*
+ * The stable view of what debugfs shows, one value a file.  The files
+ * exist from scsi_add_host() to scsi_remove_host(), which waits for their
+ * readers; the device and its queues' counters live until the host is
+ * put, after that.  Counters are the racy snapshot debugfs prints.
+ */
+static struct virtscsi_dev *virtscsi_sysfs_dev(struct device *d)
+{
+	return virtscsi_shost_dev(class_to_shost(d));
+}
+
+static ssize_t sqcq_mode_show(struct device *d, struct device_attribute *attr,
+			      char *buf)
+{
+	return sysfs_emit(buf, "%s\n",
+			  READ_ONCE(virtscsi_sysfs_dev(d)->state) == VIRTSCSI_STATE_ON ?
+			  "sqcq" : "classic");
+}
+static DEVICE_ATTR_RO(sqcq_mode);
+
+/* A string of the driver's own (a literal or sqcq_status_str()), or NULL. */
+static ssize_t sqcq_classic_why_show(struct device *d,
+				     struct device_attribute *attr, char *buf)
+{
+	struct virtscsi_dev *dev = virtscsi_sysfs_dev(d);
+	const char *why = READ_ONCE(dev->classic_why);
+
+	if (READ_ONCE(dev->state) == VIRTSCSI_STATE_ON || !why)
+		why = "-";
+	return sysfs_emit(buf, "%s\n", why);
+}
+static DEVICE_ATTR_RO(sqcq_classic_why);
+
+static ssize_t sqcq_poll_thread_show(struct device *d,
+				     struct device_attribute *attr, char *buf)
+{
+	return sysfs_emit(buf, "%s\n",
+			  READ_ONCE(virtscsi_sysfs_dev(d)->poll_wake) ?
+			  "running" : "none");
+}
+static DEVICE_ATTR_RO(sqcq_poll_thread);
+
+/* A counter summed over the request queues (@poll_only: the poll queues). */
+#define SQCQ_REQ_COUNTER(name, field, poll_only)			\
+static ssize_t name##_show(struct device *d,				\
+			   struct device_attribute *attr, char *buf)	\
+{									\
+	struct virtscsi_dev *dev = virtscsi_sysfs_dev(d);		\
+	unsigned int i;							\
+	u64 sum = 0;							\
+									\
+	for (i = 0; i < dev->nr_req; i++)				\
+		if (!(poll_only) || dev->req[i].kind == VIRTSCSI_VQ_KIND_POLL)	\
+			sum += READ_ONCE(dev->req[i].st.field);		\
+	return sysfs_emit(buf, "%llu\n", sum);				\
+}									\
+static DEVICE_ATTR_RO(name)
+
+SQCQ_REQ_COUNTER(sqcq_requests, requests, false);
+SQCQ_REQ_COUNTER(sqcq_kicks, kicks, false);
+SQCQ_REQ_COUNTER(sqcq_kicks_saved, kicks_saved, false);
+SQCQ_REQ_COUNTER(sqcq_interrupts, interrupts, false);
+SQCQ_REQ_COUNTER(sqcq_completions, completions, false);
+SQCQ_REQ_COUNTER(sqcq_doorbells, doorbells, false);
+SQCQ_REQ_COUNTER(sqcq_polled, completions, true);
+
+static ssize_t sqcq_poll_sleeps_show(struct device *d,
+				     struct device_attribute *attr, char *buf)
+{
+	return sysfs_emit(buf, "%llu\n",
+			  READ_ONCE(virtscsi_sysfs_dev(d)->poll_sleeps));
+}
+static DEVICE_ATTR_RO(sqcq_poll_sleeps);
+
+static ssize_t sqcq_poll_wakeups_show(struct device *d,
+				      struct device_attribute *attr, char *buf)
+{
+	return sysfs_emit(buf, "%llu\n",
+			  READ_ONCE(virtscsi_sysfs_dev(d)->poll_wakeups));
+}
+static DEVICE_ATTR_RO(sqcq_poll_wakeups);
+
+static sqcq_shost_attr_t *virtscsi_host_attrs[] = {
+	SQCQ_SHOST_ATTR(sqcq_mode),
+	SQCQ_SHOST_ATTR(sqcq_classic_why),
+	SQCQ_SHOST_ATTR(sqcq_poll_thread),
+	SQCQ_SHOST_ATTR(sqcq_requests),
+	SQCQ_SHOST_ATTR(sqcq_kicks),
+	SQCQ_SHOST_ATTR(sqcq_kicks_saved),
+	SQCQ_SHOST_ATTR(sqcq_interrupts),
+	SQCQ_SHOST_ATTR(sqcq_completions),
+	SQCQ_SHOST_ATTR(sqcq_doorbells),
+	SQCQ_SHOST_ATTR(sqcq_polled),
+	SQCQ_SHOST_ATTR(sqcq_poll_sleeps),
+	SQCQ_SHOST_ATTR(sqcq_poll_wakeups),
+	NULL,
+};
+
+SQCQ_SHOST_GROUPS(virtscsi_host);
+
+/* ------------------------------------------------------------------ */
 /* Probe, remove, PM                                                   */
 /* ------------------------------------------------------------------ */
 
@@ -2874,6 +3020,7 @@ static struct scsi_host_template virtscsi_sht = {
 	.eh_abort_handler	= virtscsi_eh_abort,
 	.eh_device_reset_handler = virtscsi_eh_device_reset,
 	SQCQ_SHT_HOST_RESET
+	SQCQ_SHT_SHOST_ATTRS(virtscsi_host)
 	.can_queue		= 1024,
 	.dma_boundary		= UINT_MAX,
 	.track_queue_depth	= 1,

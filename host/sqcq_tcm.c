@@ -1601,8 +1601,90 @@ static ssize_t vhost_scsi_tpg_nexus_store(struct config_item *item,
 
 CONFIGFS_ATTR(vhost_scsi_tpg_, nexus);
 
+/* The bound device's status, after "device:" and "mode:"; see below. */
+static ssize_t vhost_scsi_emit_status(struct vhost_scsi *s, char *page,
+				      ssize_t len)
+{
+	struct vhost_dev *vdev = &s->vdev;
+	u64 req = 0, kicks = 0, calls = 0, saved = 0, bells = 0;
+	unsigned int i, nsqcq = 0;
+	const char *poller;
+	bool own = false;
+	int cpu;
+
+	lockdep_assert_held(&vhost_scsi_mutex);
+	/* The racy snapshot debugfs prints too: counters of the request queues. */
+	for (i = SQCQ_FIRST_REQ_VQ; i < vdev->nvqs; i++) {
+		struct vhost_vq *vq = &vdev->vqs[i];
+
+		req += READ_ONCE(vq->stat_requests);
+		kicks += READ_ONCE(vq->stat_kicks);
+		calls += READ_ONCE(vq->stat_calls);
+		saved += READ_ONCE(vq->stat_calls_saved);
+		bells += READ_ONCE(vq->stat_doorbells);
+		if (READ_ONCE(vq->cq))
+			nsqcq++;
+	}
+	if (!READ_ONCE(vdev->db))
+		poller = "none";
+	else if (READ_ONCE(vdev->pg))
+		poller = "shared";
+	else
+		poller = READ_ONCE(vdev->poll_spin) ? "spin" : "serve";
+	cpu = vhost_sqcq_poll_cpu(vdev, &own);
+	len += sysfs_emit_at(page, len, "owner_pid: %d\nendpoint: %s\n",
+			     READ_ONCE(vdev->owner_pid),
+			     s->ep_set ? s->ep_wwpn : "none");
+	len += sysfs_emit_at(page, len, "queues: %u\nsqcq_queues: %u\npoller: %s\n",
+			     vhost_scsi_running_req_vqs(vdev), nsqcq, poller);
+	if (cpu >= 0 && cpu < nr_cpu_ids)
+		len += sysfs_emit_at(page, len, "poll_cpu: %d\npoll_cpu_from: %s\n",
+				     cpu, own ? "tpg" : "module");
+	else
+		len += sysfs_emit_at(page, len, "poll_cpu: none\npoll_cpu_from: none\n");
+	len += sysfs_emit_at(page, len, "requests: %llu\nkicks: %llu\ncalls: %llu\ncalls_saved: %llu\ndoorbells: %llu\n",
+			     req, kicks, calls, saved, bells);
+	len += sysfs_emit_at(page, len, "poll_sleeps: %llu\npoll_sleeps_idle: %llu\npoll_sleeps_contended: %llu\npoll_wakeups: %llu\n",
+			     READ_ONCE(vdev->stat_sleeps),
+			     READ_ONCE(vdev->stat_sleep_why[SQCQ_SLEEP_IDLE]),
+			     READ_ONCE(vdev->stat_sleep_why[SQCQ_SLEEP_CONTENDED]),
+			     READ_ONCE(vdev->stat_wakeups));
+	return len;
+}
+
+/*
+ * sqcq_status (read-only): the device bound to this TPG, "key: value"
+ * lines (docs/observability.md).  vhost_scsi_mutex keeps that device: its
+ * release unbinds every TPG under this mutex (vhost_scsi_endpoint_release(),
+ * from the reset op) before it frees the queues and the device, so a
+ * device found in tpg->vs stays whole until we unlock.  Nothing here
+ * takes a lock of the device's but poll_own_lock (innermost).
+ */
+static ssize_t vhost_scsi_tpg_sqcq_status_show(struct config_item *item,
+					       char *page)
+{
+	struct vhost_scsi_tpg *tpg = vhost_scsi_tpg_of(vhost_scsi_item_tpg(item));
+	struct vhost_scsi *s;
+	ssize_t len;
+
+	mutex_lock(&vhost_scsi_mutex);
+	s = tpg->vs;
+	if (!s) {
+		len = sysfs_emit(page, "device: none\nmode: none\n");
+	} else {
+		len = sysfs_emit(page, "device: %d\nmode: %s\n", s->id,
+				 READ_ONCE(s->vdev.db) ? "sqcq" : "classic");
+		len = vhost_scsi_emit_status(s, page, len);
+	}
+	mutex_unlock(&vhost_scsi_mutex);
+	return len;
+}
+
+CONFIGFS_ATTR_RO(vhost_scsi_tpg_, sqcq_status);
+
 static struct configfs_attribute *vhost_scsi_tpg_attrs[] = {
 	&vhost_scsi_tpg_attr_nexus,
+	&vhost_scsi_tpg_attr_sqcq_status,
 	NULL,
 };
 

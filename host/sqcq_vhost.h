@@ -497,6 +497,12 @@ void vhost_sqcq_worker_place(struct vhost_worker *w);
  * sleep.
  */
 void vhost_sqcq_set_cpus(struct vhost_dev *dev, const struct cpumask *cpus);
+/*
+ * The CPU the device's poller takes by the current settings (its own CPUs,
+ * else poll_cpu), nr_cpu_ids for none, -ENOMEM; *@own: from its own CPUs.
+ * For the status views; any context that may sleep.
+ */
+int vhost_sqcq_poll_cpu(struct vhost_dev *dev, bool *own);
 /* These, as the device's ops carry them (host/vhost_sqcq.c). */
 extern const struct vhost_sqcq_ops vhost_sqcq_ops;
 /*

@@ -46,6 +46,9 @@
 #include "sqcq_scsi.h"
 #include "sqcq_uapi.h"
 #include "sqcq_vhost.h"
+/* The tracepoints' one definition (host/sqcq_host_trace.h). */
+#define CREATE_TRACE_POINTS
+#include "sqcq_host_trace.h"
 
 static bool sqcq = true;
 module_param(sqcq, bool, 0644);
@@ -165,6 +168,7 @@ static unsigned int vhost_scsi_ctrl_sqcq(struct vhost_vq *vq, struct vhost_req *
 		goto out;
 	}
 	in->response = VIRTIO_SCSI_S_FUNCTION_SUCCEEDED;
+	trace_sqcq_setup(s->id, vdev->owner_pid, nq, flags);
 	in->resp.nqueues = cpu_to_le16(nq);
 	in->resp.nthreads = cpu_to_le16(1);
 	in->resp.flags = cpu_to_le32(flags);
@@ -173,11 +177,14 @@ static unsigned int vhost_scsi_ctrl_sqcq(struct vhost_vq *vq, struct vhost_req *
 		      flags & SQCQ_F_CQ_POLL ? ", CQ polled" : ", CQ interrupts",
 		      sqcq_poll_idle(), le32_to_cpu(rq.setup.poll_idle_us));
 out:
-	if (st != SQCQ_S_OK && subtype == SQCQ_TMF_SUBTYPE_SETUP)
+	if (st != SQCQ_S_OK && subtype == SQCQ_TMF_SUBTYPE_SETUP) {
 		vhost_dev_log(vdev, KERN_INFO, "dev%d: SQ/CQ refused: %s\n",
 			      s->id, sqcq_status_str(st));
-	else if (subtype == SQCQ_TMF_SUBTYPE_TEARDOWN && st == SQCQ_S_OK)
+		trace_sqcq_classic(s->id, vdev->owner_pid, st,
+				   sqcq_status_str(st));
+	} else if (subtype == SQCQ_TMF_SUBTYPE_TEARDOWN && st == SQCQ_S_OK) {
 		in->response = VIRTIO_SCSI_S_FUNCTION_SUCCEEDED;
+	}
 	in->resp.status = cpu_to_le16(st);
 	return sizeof(*in);
 }

@@ -149,6 +149,7 @@ bool __vhost_sqcq_detach(struct vhost_dev *dev, const char *why)
 	lockdep_assert_held(&dev->poll_lock);
 	if (!db)
 		return false;
+	trace_sqcq_teardown(dev->poll_key, dev->owner_pid, why);
 	/* The shared poller reads the area while the device is parked there. */
 	vhost_poll_group_unpark(dev);
 	for (i = 0; i < db->nq; i++) {
@@ -583,6 +584,8 @@ static void vhost_poll_group_let_go(struct vhost_poll_group *g,
 		WRITE_ONCE(dev->stat_sleeps, dev->stat_sleeps + 1);
 		WRITE_ONCE(dev->stat_sleep_why[why],
 			   dev->stat_sleep_why[why] + 1);
+		trace_poll_sleep(dev->poll_key, why, SQCQ_POLLER_SHARED,
+				 g->window_ns);
 	}
 	WRITE_ONCE(g->stat_sleeps, g->stat_sleeps + 1);
 	WRITE_ONCE(g->stat_sleep_why[why], g->stat_sleep_why[why] + 1);
@@ -771,22 +774,30 @@ void vhost_sqcq_set_cpus(struct vhost_dev *dev, const struct cpumask *cpus)
  * attrib/poll_cpu) when it has any, else of poll_cpu; as
  * sqcq_poll_pick_cpu().
  */
-static int vhost_sqcq_pick_cpu(struct vhost_dev *dev)
+int vhost_sqcq_poll_cpu(struct vhost_dev *dev, bool *own)
 {
-	cpumask_var_t own;
+	cpumask_var_t mine;
 	int cpu;
 
-	if (!zalloc_cpumask_var(&own, GFP_KERNEL))
+	if (!zalloc_cpumask_var(&mine, GFP_KERNEL))
 		return -ENOMEM;
 	spin_lock(&dev->poll_own_lock);
-	cpumask_copy(own, dev->poll_own);
+	cpumask_copy(mine, dev->poll_own);
 	spin_unlock(&dev->poll_own_lock);
-	if (cpumask_empty(own))
+	*own = !cpumask_empty(mine);
+	if (!*own)
 		cpu = sqcq_poll_pick_cpu(dev->poll_key);
 	else
-		cpu = sqcq_cpumask_nth(own, dev->poll_key);
-	free_cpumask_var(own);
+		cpu = sqcq_cpumask_nth(mine, dev->poll_key);
+	free_cpumask_var(mine);
 	return cpu;
+}
+
+static int vhost_sqcq_pick_cpu(struct vhost_dev *dev)
+{
+	bool own;
+
+	return vhost_sqcq_poll_cpu(dev, &own);
 }
 
 /*
@@ -921,6 +932,46 @@ static bool vhost_sqcq_poll_active(struct vhost_worker *w)
 	return dev->db && dev->db->sq_poll && !vhc_worker_should_stop(w);
 }
 
+/* Whether a request queue's SQ index moved since the poller last acted. */
+static bool vhost_sqcq_moved(struct vhost_dev *dev)
+{
+	struct vhost_sqcq *db = dev->db;
+	unsigned int i;
+
+	lockdep_assert_held(&dev->poll_lock);
+	for (i = 0; db && i < db->nq; i++) {
+		struct vhost_vq *vq = &dev->vqs[db->first_vq + i];
+
+		if (sqcq_load16(&vq->sq->idx) != vq->sq_seen)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * The poll_wake tracepoint, enabled: why the worker, back from a sleep
+ * (@parked: from a park on the shared poller), runs.  At the top of its
+ * next pass, under poll_lock, where the doorbells can be read; only while
+ * the event is on.
+ */
+static void vhost_sqcq_trace_wake(struct vhost_worker *w, int bound_gen,
+				  bool parked)
+{
+	struct vhost_dev *dev = w->dev;
+	enum sqcq_host_wake why = SQCQ_WAKE_OTHER;
+
+	lockdep_assert_held(&dev->poll_lock);
+	if (!vhost_sqcq_poll_active(w))
+		why = SQCQ_WAKE_STOP;
+	else if (vhost_sqcq_moved(dev))
+		why = SQCQ_WAKE_REQUEST;
+	else if (vhc_worker_has_pending(w))
+		why = SQCQ_WAKE_WORK;
+	else if (atomic_read(&sqcq_poll_cpu_gen) != bound_gen)
+		why = SQCQ_WAKE_CPUS;
+	trace_poll_wake(dev->poll_key, why, parked);
+}
+
 /*
  * The SQ/CQ poll loop of a device's worker, shaped like io_uring's SQPOLL
  * thread: each pass holds poll_lock (the doorbells cannot go away under
@@ -948,11 +999,16 @@ void vhost_sqcq_poll_run(struct vhost_worker *w)
 	u64 last = ktime_get_ns(), now;
 	enum sqcq_sleep_reason why = SQCQ_SLEEP_IDLE;
 	bool work, contended, yielded = false, served = true;
+	bool woke = false, parked = false;
 	enum sqcq_poll_step step;
 	int gen;
 
 	for (;;) {
 		mutex_lock(&dev->poll_lock);
+		if (unlikely(woke)) {
+			woke = false;
+			vhost_sqcq_trace_wake(w, bound_gen, parked);
+		}
 		if (!vhost_sqcq_poll_active(w)) {
 			mutex_unlock(&dev->poll_lock);
 			return;
@@ -994,6 +1050,8 @@ void vhost_sqcq_poll_run(struct vhost_worker *w)
 			mutex_unlock(&dev->poll_lock);
 			schedule();
 			vhost_poll_group_unpark(dev);
+			woke = trace_poll_wake_enabled();
+			parked = true;
 			continue;
 		}
 		if (!dev->poll_spin) {
@@ -1037,9 +1095,15 @@ void vhost_sqcq_poll_run(struct vhost_worker *w)
 		WRITE_ONCE(dev->stat_sleeps, dev->stat_sleeps + 1);
 		WRITE_ONCE(dev->stat_sleep_why[why],
 			   dev->stat_sleep_why[why] + 1);
+		trace_poll_sleep(dev->poll_key, why, dev->poll_spin ?
+				 SQCQ_POLLER_SPIN : SQCQ_POLLER_SERVE,
+				 dev->poll_window_ns);
 		mutex_unlock(&dev->poll_lock);
 		schedule();
 		WRITE_ONCE(dev->stat_wakeups, dev->stat_wakeups + 1);
+		/* Its reason is known under poll_lock, at the next pass. */
+		woke = trace_poll_wake_enabled();
+		parked = false;
 	}
 }
 

@@ -37,6 +37,11 @@
 #                          notifications before it yields)
 #   host/sqcq_vhost.h    PRINTK_WITHOUT_KERN_LEVEL: vhost_lifecycle_log()
 #                          passes the level as its first argument
+#   host/sqcq_host_trace.h, guest/sqcq_guest_trace.h
+#                        OPEN_ENDED_LINE, PARENTHESIS_ALIGNMENT: the layout
+#                          of TRACE_EVENT() (TP_STRUCT__entry( on a line of
+#                          its own, its fields below), as in the kernel's
+#                          own include/trace/events/
 set -u
 root=$(cd "$(dirname "$0")/.." && pwd)
 : "${SQCQ_CACHE:=/var/cache/virtio-sqcq}"
@@ -81,6 +86,8 @@ out=$(
 	run "$base,MACRO_WITH_FLOW_CONTROL,COMPLEX_MACRO,DEPRECATED_API" common/sqcq_compat.h
 	run "$base" common/sqcq_vhost_abi.h
 	run "$base,PRINTK_WITHOUT_KERN_LEVEL" host/sqcq_vhost.h
+	run "$base,OPEN_ENDED_LINE,PARENTHESIS_ALIGNMENT" host/sqcq_host_trace.h \
+		guest/sqcq_guest_trace.h
 )
 n=$(grep -c '^[^ ]*:[0-9]*: ' <<<"$out")
 [ -n "$out" ] && echo "$out"

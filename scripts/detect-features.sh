@@ -65,6 +65,7 @@ has SQCQ_HAVE_SCSI_MQ_POLL scsi/scsi_host.h 'int \(\* ?mq_poll\)'
 has SQCQ_HAVE_SCSI_DONE scsi/scsi_cmnd.h 'void scsi_done\(struct scsi_cmnd'
 has SQCQ_HAVE_MAP_QUEUES_VOID scsi/scsi_host.h 'void \(\* ?map_queues\)'
 has SQCQ_HAVE_SCSI_QC_STATUS scsi/scsi_host.h 'enum scsi_qc_status'
+has SQCQ_HAVE_SHOST_GROUPS scsi/scsi_host.h 'attribute_group \*\*shost_groups;'
 has SQCQ_HAVE_SDEV_CONFIGURE scsi/scsi_host.h 'sdev_configure'
 has SQCQ_HAVE_EH_TIMEOUT_ENUM scsi/scsi_host.h \
 	'enum scsi_timeout_action \(\* ?eh_timed_out\)'

@@ -251,7 +251,41 @@ if [ "$GUEST" = sqcq ] && [ -n "${E2E_HOST:-}" ] && vdev "$SLOT_A"; then
 	[ "$sq_want" = sqcq ] && pat="SQ/CQ negotiated"
 	klog=$(dmesg)
 	check "sqcq-log-line ($pat)" [ -z "${klog##*"$pat"*}" ]
+	# The stable view (docs/observability.md): the SCSI host's sysfs
+	# files say what debugfs says, its requests at least debugfs's sum
+	# read before them.
+	if scsi_host "$SLOT_A"; then
+		sh=/sys/class/scsi_host/$REPLY
+		smode=? swhy=? spt=? sreq=0
+		read -r smode <"$sh/sqcq_mode"
+		read -r swhy <"$sh/sqcq_classic_why"
+		read -r spt <"$sh/sqcq_poll_thread"
+		read -r sreq <"$sh/sqcq_requests"
+		dbg_value "$d" classic_why
+		dwhy=$REPLY
+		dbg_value "$d" poll_thread
+		check "sysfs $sh: mode $smode, why '$swhy', poll thread $spt, requests $sreq as debugfs's (mode $mode, why '$dwhy', poll thread $REPLY, requests $REQS)" \
+			[ "$smode" = "$mode" -a "$swhy" = "$dwhy" -a "$spt" = "$REPLY" -a \
+			"$REQS" -gt 0 -a "$sreq" -ge "$REQS" ]
+	else
+		fail "sysfs: no SCSI host under device A"
+	fi
 fi
+
+# trace_on: the guest driver's tracepoints on (TRON=yes), the buffer empty.
+# trace_has TEXT: the events so far contain TEXT.
+TR=/sys/kernel/tracing TRON=no
+trace_on() {
+	[ -d $TR/events ] || mount -t tracefs nodev $TR 2>/dev/null
+	[ -d $TR/events/virtio_scsi_sqcq ] || return 0
+	echo >$TR/trace
+	echo 1 >$TR/events/virtio_scsi_sqcq/enable && echo 1 >$TR/tracing_on && TRON=yes
+}
+trace_has() {
+	local t
+	t=$(<$TR/trace)
+	[[ "$t" == *"$1"* ]]
+}
 
 # rebind_a: unbind our driver from device A (a virtio device reset: the
 # host tears SQ/CQ down, whatever its poller is doing) and bind it again
@@ -526,6 +560,9 @@ if [ "$GUEST" = sqcq ] && [ -n "$DISK_A" ] && [ "${E2E_RESET:-1}" = 1 ]; then
 	load_started "reset-under-load" "$fpid" "$DISK_A" 200
 	ios "$DISK_A"
 	log "device reset with fio running ($((REPLY - r0)) I/Os so far)"
+	scsi_host "$SLOT_A"
+	oldh=${REPLY#host}
+	trace_on
 	if rebind_a; then
 		pass "reset-under-load (unbind, rebind, disk back as $DISK_A)"
 		if [ "$E2E_HOST" != intree ]; then
@@ -541,6 +578,26 @@ if [ "$GUEST" = sqcq ] && [ -n "$DISK_A" ] && [ "${E2E_RESET:-1}" = 1 ]; then
 	if [ -n "$DISK_A" ]; then
 		fio_verify after-reset "$DISK_A:4m"
 		check "reset-under-load fio-verify-crc32c after the reset ($DISK_A)" job_ok "$DISK_A"
+	fi
+	# The guest's tracepoints (docs/observability.md) saw the reset.
+	if [ "$TRON" = yes ] && [ "$E2E_HOST" != intree ] && [ -n "$DISK_A" ] &&
+		scsi_host "$SLOT_A"; then
+		newh=${REPLY#host}
+		check "trace: sqcq_teardown of host$oldh at the reset (device reset, or stopped by the host first)" \
+			trace_has " sqcq_teardown: host=$oldh why="
+		check "trace: sqcq_setup of host$newh at the probe" \
+			trace_has " sqcq_setup: host=$newh queues="
+		guest_pt
+		if [ "$PT" = running ]; then
+			check "trace: poll_sleep of host$newh with a reason" \
+				trace_has " poll_sleep: host=$newh reason="
+			check "trace: poll_wake of host$newh with a reason" \
+				trace_has " poll_wake: host=$newh reason="
+		else
+			echo "SKIP: $PREFIX trace: poll_sleep and poll_wake need a guest poll thread (poll_cpu empty)"
+		fi
+	elif [ "$TRON" = no ]; then
+		echo "SKIP: $PREFIX trace: no tracefs events of virtio_scsi_sqcq in L2"
 	fi
 	phase "reset under load"
 fi
@@ -585,6 +642,10 @@ if [ "$GUEST" = sqcq ] && [ "$E2E_HOST" != intree ] && [ -n "$DISK_A" ] &&
 		klog=$(dmesg)
 		pat="SQ/CQ not available (disabled on host)"
 		check "host-sqcq=0 log line ($pat)" [ -z "${klog##*"$pat"*}" ]
+		if [ "$TRON" = yes ] && scsi_host "$SLOT_A"; then
+			check "trace: sqcq_classic of ${REPLY}: disabled on host" \
+				trace_has " sqcq_classic: host=${REPLY#host} why=disabled on host"
+		fi
 		fio_verify host-sqcq0 "$DISK_A:2m"
 		check "host-sqcq=0 fio-verify-crc32c ($DISK_A)" job_ok "$DISK_A"
 		if [ -n "$cost_s" ] && cost_run; then
@@ -612,6 +673,7 @@ if [ "$GUEST" = sqcq ] && [ "$E2E_HOST" != intree ] && [ -n "$DISK_A" ] &&
 	fi
 	phase "host sqcq=0/1"
 fi
+[ "$TRON" = no ] || echo 0 >$TR/events/virtio_scsi_sqcq/enable
 
 # ---- 3b. the recipe's limit case: a poll queue and io_uring --hipri ---------
 # E2E_HIPRI=1 (the pair whose host polls on a CPU of its own, poll_cpu, and

@@ -198,6 +198,53 @@ check "virtio-sqcq-stat: $VDEV shown, classic and why, requests and polled share
 check "virtio-sqcq-stat -w 1 -c 1: an interval's rates after the totals" \
 	bash -c "'$STAT' -w 1 -c 1 | grep -c '^device .* req/s ' | grep -qx 1"
 
+# ---- 4b. the stable view: sysfs sqcq_* of the SCSI host, tracepoints ---
+# docs/observability.md: /sys/class/scsi_host/hostN/sqcq_* say what
+# debugfs says: this controller classic and why (QEMU's own virtio-scsi),
+# no poll thread, the request queues' counters equal to debugfs's sums
+# while idle, grown with a verify run, the poll queues' completions of the
+# --hipri run as sqcq_polled.  The module's tracepoints go on in tracefs
+# here; the probe at the rebind of section 7 must log its sqcq_classic.
+log "section 4b: sysfs sqcq_* and tracepoints"
+H=/sys/class/scsi_host/host$(our_host)
+# sys NAME: sysfs file sqcq_NAME of our host.
+sys() { cat "$H/sqcq_$1" 2>/dev/null; }
+dinfo() { awk -v k="$1:" '$1 == k { sub(/^[^:]*: /, ""); print }' "$DBG/$VDEV/info"; }
+# req_sum COLUMN: the request queues' (interrupt and poll) sum of COLUMN.
+req_sum() { echo $(($(queue_sum irq "$1") + $(queue_sum poll "$1"))); }
+sys_eq_dbg() {
+	[ "$(sys requests)" = "$(req_sum 4)" ] && [ "$(sys kicks)" = "$(req_sum 5)" ] &&
+		[ "$(sys interrupts)" = "$(req_sum 6)" ] && [ "$(sys completions)" = "$(req_sum 8)" ] &&
+		[ "$(sys polled)" = "$(queue_sum poll 8)" ] && [ "$(sys doorbells)" = 0 ]
+}
+sys_line() {
+	local f
+	for f in mode classic_why poll_thread requests kicks kicks_saved interrupts completions doorbells polled poll_sleeps poll_wakeups; do
+		printf '%s=%s ' "$f" "$(sys $f | tr ' ' _)"
+	done
+}
+log "sysfs: $(sys_line)"
+check "sysfs: mode classic, why as debugfs ('$(sys classic_why)'), no poll thread" \
+	[ "$(sys mode)" = classic -a "$(dinfo mode)" = classic -a \
+	"$(sys classic_why)" = "not supported by the device" -a \
+	"$(sys classic_why)" = "$(dinfo classic_why)" -a "$(sys poll_thread)" = none ]
+check "sysfs: counters equal debugfs's sums (requests $(sys requests), polled $(sys polled) > 0)" \
+	eval 'wait_for 10 sys_eq_dbg && [ "$(sys polled)" -gt 0 ] && [ "$(sys requests)" -gt 0 ]'
+r0=$(sys requests) i0=$(sys interrupts) c0=$(sys completions)
+check "sysfs: a verify run" fio_verify sysfs libaio "$DISK_A" 4m
+check "sysfs: requests, interrupts, completions grew with it ($r0 -> $(sys requests), $i0 -> $(sys interrupts), $c0 -> $(sys completions)) and equal debugfs's" \
+	eval '[ "$(sys requests)" -gt "$r0" ] && [ "$(sys interrupts)" -gt "$i0" ] &&
+		[ "$(sys completions)" -ge $((c0 + $(sys requests) - r0)) ] && wait_for 10 sys_eq_dbg'
+TR=/sys/kernel/tracing
+[ -d $TR/events ] || mount -t tracefs nodev $TR 2>/dev/null
+tracing=no
+if [ -d $TR/events/$MOD ]; then
+	echo >$TR/trace
+	echo 1 >$TR/events/$MOD/enable && echo 1 >$TR/tracing_on && tracing=yes
+else
+	echo "SKIP: $PREFIX trace: no tracefs events of $MOD on this kernel"
+fi
+
 # ---- 5. injected I/O errors reach fio as EIO, the driver stays usable ---
 # The disk at target $EIO_T fails (in QEMU's blkdebug layer, on every try)
 # reads of [1 MiB, +4 KiB) and writes of [2 MiB, +4 KiB); QEMU answers a
@@ -395,6 +442,20 @@ check "rebind" wait_for 30 has_disks $NDISKS
 DISK_A=$(our_disks 0 | head -n 1)
 check "rebind-disk-node" disk_ready "$DISK_A"
 check "io-after-rebind" fio_verify rebind libaio "$DISK_A" $((16 / DIV))m
+if [ $tracing = yes ]; then
+	ev=$(grep -v '^#' $TR/trace | grep ' sqcq_classic: ')
+	echo 0 >$TR/events/$MOD/enable
+	log "trace: $ev"
+	check "trace: the probe of the rebind logged sqcq_classic for host$(our_host), why as sysfs" \
+		[ "$(echo "$ev" | grep -c " sqcq_classic: host=$(our_host) why=not supported by the device$")" = 1 ]
+	# Setup, teardown, sleeps and wakes need a device with SQ/CQ, which
+	# QEMU's own virtio-scsi is not (the e2e stage has both of ours).
+	check "trace: no sqcq_setup, poll_sleep or poll_wake for a classic device" \
+		[ "$(grep -v '^#' $TR/trace | grep -cE ' (sqcq_setup|poll_sleep|poll_wake): ')" = 0 ]
+fi
+H=/sys/class/scsi_host/host$(our_host)
+check "sysfs: the rebound host's files ($(sys_line))" \
+	[ "$(sys mode)/$(sys classic_why)" = "classic/not supported by the device" ]
 
 # ---- 8. rmmod under I/O ---------------------------------------------
 log "section 8: rmmod under I/O"
@@ -454,11 +515,14 @@ log "section 10: a device that never answers the setup request"
 FMOD=virtio_scsi_sqcq_faults
 FKO=$(dirname "$KO")/$FMOD.ko
 # The SCSI host's proc_name shows at most 19 characters (and NULs after).
+# fdisks [TARGET]: its disks (of that target), sorted: the verify runs take
+# target 0's, never the error-injecting one (the names follow the scan's
+# order: target 3 was sda in one run, and its write at 2 MiB failed).
 fdisks() {
-	local h d
+	local h d t=${1:-}
 	for h in /sys/class/scsi_host/host*; do
 		[ "$(tr -d '\0' <"$h/proc_name" 2>/dev/null)" = "${FMOD:0:19}" ] || continue
-		for d in "$h"/device/target*/*/block/*; do
+		for d in "$h"/device/target*:0:$t*/*/block/*; do
 			[ -e "$d" ] && echo "/dev/${d##*/}"
 		done
 	done | sort
@@ -474,9 +538,14 @@ if check "fault build present ($FKO)" test -f "$FKO"; then
 		check "disks of the unanswered device ($NDISKS)" wait_for 30 fhas_disks
 		check "classic, why: $(finfo classic_why)" \
 			[ "$(finfo mode)/$(finfo classic_why)" = "classic/no answer to the setup request" ]
+		fh=$(for h in /sys/class/scsi_host/host*; do
+			[ "$(tr -d '\0' <"$h/proc_name" 2>/dev/null)" = "${FMOD:0:19}" ] && echo "$h"
+		done | head -n 1)
+		check "sysfs: classic, why: $(cat "$fh/sqcq_classic_why" 2>&1)" \
+			[ "$(cat "$fh/sqcq_mode")/$(cat "$fh/sqcq_classic_why")" = "classic/no answer to the setup request" ]
 		check "one line says so" \
 			[ "$(dmesg | grep -c 'SQ/CQ not used (no answer to the setup request within')" = 1 ]
-		FDISK=$(fdisks | head -n 1)
+		FDISK=$(fdisks 0 | head -n 1)
 		if ! check "fio-verify on the unanswered device" fio_verify nosetup libaio "$FDISK" $((8 / DIV + 1))m; then
 			# What the driver and the SCSI layer said meanwhile.
 			dmesg | tail -n 40 | sed 's/^/# dmesg: /'
@@ -502,7 +571,7 @@ log "section 11: a ring that breaks under I/O"
 [ ! -d /sys/module/$FMOD ] || rmmod $FMOD
 if [ -f "$FKO" ] && check "bind the fault build for the break" \
 	timeout 120 insmod "$FKO" poll_queues=0 && wait_for 30 fhas_disks; then
-	FDISK=$(fdisks | head -n 1)
+	FDISK=$(fdisks 0 | head -n 1)
 	disk_ready "$FDISK"
 	echo 3 >"/sys/block/${FDISK#/dev/}/device/timeout"
 	dmesg -C

@@ -360,6 +360,116 @@ echo "  idle run: $res; host sleeps $sl wakeups $wk"
 	fail "idle-sleep-kick-wakes (rc $rc, sleeps $sl, wakeups $wk)"
 echo 20000 >$P/poll_idle_us
 
+section 4g
+# 4g. The stable view (docs/observability.md): the TPG's sqcq_status and
+# the tracepoints, against the debugfs numbers.  Before a device is bound
+# it says none; with the client (the VM) running SQ/CQ I/O: its mode, the
+# client's pid as owner, and requests and kicks that bracket debugfs's
+# read between two reads of the file and grow with the I/O; after the
+# close, none again.  Reads racing devices that are bound and closed at
+# once (the -R cycles of 1b) must all be whole (the sanitizer kernel
+# checks their memory).  With the module's events on in tracefs: setup
+# (this device, its owner, 2 queues), sleeps and wakes of this device
+# with a reason, its teardown, and sqcq=0's refusal.
+ST=$C/vhost_sqcq/$W/tpgt_1/sqcq_status
+# sv KEY: KEY's value in sqcq_status.
+sv() { awk -v k="$1:" '$1 == k { print $2 }' "$ST"; }
+# dbg_req COLUMN: that column summed over this device's request queues in
+# debugfs (one device is open).
+dbg_col() { awk -v c="$1" 'NF >= 10 && $1 ~ /^[0-9]+$/ && $1 >= 2 { s += $c } END { print s + 0 }' $DBG/dev*/queues; }
+check "status: sqcq_status in the TPG, no device bound ($(tr '\n' ' ' <"$ST" 2>&1))" \
+	[ -r "$ST" -a "$(sv device)/$(sv mode)" = none/none ]
+TR=/sys/kernel/tracing
+[ -d $TR/events ] || mount -t tracefs nodev $TR 2>/dev/null
+EV=$TR/events/$MOD
+tracing=no
+if [ -d $EV ]; then
+	echo 0 >$TR/tracing_on
+	echo 4096 >$TR/buffer_size_kb
+	echo >$TR/trace
+	echo 1 >$EV/enable && echo 1 >$TR/tracing_on && tracing=yes
+fi
+"$CLIENT" /dev/vhost-scsi-sqcq $W -s -q 2 -d 4 -m verify -t 300 -i 2000 -D \
+	>/tmp/sqcq-status.out 2>&1 &
+cpid=$!
+st_sqcq() { [ "$(sv mode)" = sqcq ] && [ "$(sv requests)" -gt 0 ]; }
+wait_for 60 st_sqcq
+r1=$(sv requests) k1=$(sv kicks) dr=$(dbg_col 6) dk=$(dbg_col 7) r2=$(sv requests) k2=$(sv kicks)
+devno=$(sv device)
+dbg_owner=$(sed -n 's/^owner: //p' "$DBG/dev$devno/queues" 2>/dev/null)
+echo "  status: $(tr '\n' ' ' <"$ST")"
+check "status: mode sqcq, owner the client's pid $cpid, device $devno as in debugfs (owner $dbg_owner), 2 queues in SQ/CQ, serve-only without a poll CPU" \
+	[ "$(sv mode)" = sqcq -a "$(sv owner_pid)" = "$cpid" -a "$dbg_owner" = "$cpid" -a \
+	"$(sv endpoint)" = "$W" -a "$(sv queues)/$(sv sqcq_queues)" = 2/2 -a \
+	"$(sv poller)/$(sv poll_cpu)" = serve/none ]
+check "status: requests and kicks bracket debugfs's ($r1 <= $dr <= $r2, $k1 <= $dk <= $k2)" \
+	[ "${r1:-0}" -gt 0 -a "${r1:-0}" -le "$dr" -a "$dr" -le "${r2:-0}" -a \
+	"${k1:-0}" -le "$dk" -a "$dk" -le "${k2:-0}" ]
+more_req() { [ "$(sv requests)" -gt "$1" ]; }
+check "status: requests grow with the I/O" wait_for 30 more_req "$r2"
+kill -USR1 $cpid 2>/dev/null
+wait $cpid
+rc=$?
+out=$(cat /tmp/sqcq-status.out)
+ios=$(field ios "$(echo "$out" | grep '^ios=')")
+check "status: the client verified ($ios I/Os, rc $rc); after its close, no device ($(tr '\n' ' ' <"$ST"))" \
+	[ $rc = 0 -a "${ios:-0}" -gt 0 -a "$(sv device)/$(sv mode)" = none/none ]
+# Classic: the same file says so.
+"$CLIENT" /dev/vhost-scsi-sqcq $W -q 1 -d 2 -m verify -t 300 >/tmp/sqcq-status.out 2>&1 &
+cpid=$!
+st_classic() { [ "$(sv mode)" = classic ] && [ "$(sv requests)" -gt 0 ]; }
+wait_for 60 st_classic
+check "status: a classic device: mode classic, owner $cpid, no poller ($(tr '\n' ' ' <"$ST"))" \
+	[ "$(sv mode)/$(sv owner_pid)/$(sv sqcq_queues)/$(sv poller)" = "classic/$cpid/0/none" ]
+kill -USR1 $cpid 2>/dev/null
+wait $cpid
+# Reads racing bind and close.
+n=$((CYCLES / 4 > 25 ? CYCLES / 4 : 25))
+timeout 600 "$CLIENT" /dev/vhost-scsi-sqcq $W -q 2 -R $n >/tmp/sqcq-status.out 2>&1 &
+cpid=$!
+reads=0 bad=0 seen=0
+while kill -0 $cpid 2>/dev/null; do
+	s=$(<"$ST") || bad=$((bad + 1))
+	case $s in
+	"device: none"*) ;;
+	"device: "[0-9]*) seen=$((seen + 1)) ;;
+	*) bad=$((bad + 1)); echo "  status read: $s" ;;
+	esac
+	reads=$((reads + 1))
+done
+wait $cpid
+rc=$?
+check "status: $reads reads racing $n devices bound and closed: all whole ($bad bad, $seen with a device; client rc $rc)" \
+	[ $bad = 0 -a $rc = 0 -a $reads -gt 0 ]
+if [ $tracing = yes ]; then
+	echo 0 >$P/sqcq
+	"$CLIENT" /dev/vhost-scsi-sqcq $W -s -n 10 >/dev/null 2>&1
+	echo 1 >$P/sqcq
+	echo 0 >$TR/tracing_on
+	grep -v '^#' $TR/trace >/tmp/sqcq-trace.txt
+	echo 0 >$EV/enable
+	echo >$TR/trace
+	echo 1 >$TR/tracing_on
+	# tev EVENT REGEX: the events of that name on device $devno matching REGEX.
+	tev() { grep " $1: dev=$devno " /tmp/sqcq-trace.txt | grep -cE "$2"; }
+	sleeps=$(dbg_val poll_sleeps "$out")
+	echo "  trace: $(wc -l </tmp/sqcq-trace.txt) events; dev$devno: setup $(tev sqcq_setup .), sleeps $(tev poll_sleep .), wakes $(tev poll_wake .), teardowns $(tev sqcq_teardown .); debugfs sleeps $sleeps"
+	grep " dev=$devno " /tmp/sqcq-trace.txt | head -n 6 | sed 's/^/  trace| /'
+	check "trace: sqcq_setup of device $devno, owner $dbg_owner, 2 queues" \
+		[ "$(tev sqcq_setup "owner=$dbg_owner queues=2 flags=(0|0x[0-9a-f]+)$")" = 1 ]
+	check "trace: poll_sleep of device $devno with a reason, at least debugfs's count at the dump ($(tev poll_sleep 'reason=idle poller=serve') >= $sleeps)" \
+		[ "${sleeps:-0}" -gt 0 -a "$(tev poll_sleep 'reason=idle poller=serve window_ns=0$')" -ge "${sleeps:-0}" ]
+	check "trace: poll_wake of device $devno, woken by a request ($(tev poll_wake 'reason=request parked=0$') of $(tev poll_wake .))" \
+		[ "$(tev poll_wake 'reason=request parked=0$')" -gt 0 -a \
+		"$(tev poll_wake 'reason=(request|work|cpus|stop|other) parked=[01]$')" = "$(tev poll_wake .)" ]
+	check "trace: sqcq_teardown of device $devno, once, with why ($(grep " sqcq_teardown: dev=$devno " /tmp/sqcq-trace.txt | sed 's/.*why=//'))" \
+		[ "$(tev sqcq_teardown "owner=$dbg_owner why=.+")" = 1 ]
+	check "trace: sqcq=0's refusal (sqcq_classic: $(grep -c ' sqcq_classic: ' /tmp/sqcq-trace.txt))" \
+		grep -qE ' sqcq_classic: dev=[0-9]+ owner=[0-9]+ status=[0-9]+ why=disabled on host$' /tmp/sqcq-trace.txt
+else
+	echo "SKIP: $PREFIX trace: no tracefs events of $MOD on this kernel ($(ls $TR 2>&1 | head -n 1))"
+fi
+
 section 4b
 # 4b. Runtime changes under load (a verified SQ/CQ load runs throughout):
 # poll_cpu rebinds the running poller within a poll loop pass; its CPU
