@@ -458,9 +458,13 @@ static inline int sqcq_poll_pick_cpu(unsigned int k)
 /*
  * Bind the calling poll thread to @cpu (from a pick above: a CPU, or
  * nr_cpu_ids for none), or to @unbound.  Returns the CPU it is bound to,
- * -ENOENT when there is none, or -EAGAIN when @cpu is offline (then it
- * runs on @unbound until that CPU comes back: sqcq_poll_cpu_online() asks
- * for a new bind).
+ * -ENOENT when there is none, -EAGAIN when @cpu is offline (then it runs
+ * on @unbound until that CPU comes back: sqcq_poll_cpu_online() asks for a
+ * new bind), or -EBUSY when @cpu is coming online: CPU hotplug runs
+ * sqcq_poll_cpu_online() before the scheduler makes the CPU active, and a
+ * thread that is not a kthread (a vhost_task worker) cannot be bound to it
+ * until then.  The caller tries again at its next pass after -EBUSY
+ * (sqcq_poll_bind_again()); no later event would ask it to.
  */
 static inline int sqcq_poll_bind_current_to(unsigned int cpu,
 					    const struct cpumask *unbound)
@@ -470,10 +474,20 @@ static inline int sqcq_poll_bind_current_to(unsigned int cpu,
 	if (cpu < nr_cpu_ids) {
 		if (!set_cpus_allowed_ptr(current, cpumask_of(cpu)))
 			return cpu;
-		ret = -EAGAIN;
+		ret = cpu_online(cpu) ? -EBUSY : -EAGAIN;
 	}
 	set_cpus_allowed_ptr(current, unbound);
 	return ret;
+}
+
+/*
+ * A poller's generation of poll_cpu after a bind that returned @ret for
+ * generation @gen: @gen, or one that differs from it (the next pass binds
+ * again) when the CPU was still coming online.
+ */
+static inline int sqcq_poll_bind_again(int ret, int gen)
+{
+	return ret == -EBUSY ? gen - 1 : gen;
 }
 
 /* The same for the @k-th CPU of poll_cpu (sqcq_poll_pick_cpu()). */

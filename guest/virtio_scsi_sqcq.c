@@ -1682,7 +1682,7 @@ static void virtscsi_vqs_teardown(struct virtscsi_dev *dev, bool host_removed)
  * of poll_cpu that is offline leaves it unbound, with one line, until that
  * CPU comes back (sqcq_poll_bind_current()).
  */
-static void virtscsi_poll_bind(struct virtscsi_dev *dev)
+static int virtscsi_poll_bind(struct virtscsi_dev *dev)
 {
 	int cpu = sqcq_poll_bind_current(dev->shost->host_no);
 
@@ -1691,6 +1691,7 @@ static void virtscsi_poll_bind(struct virtscsi_dev *dev)
 			 cpu);
 	else if (cpu == -EAGAIN)
 		dev_warn(&dev->vdev->dev, "the SQ/CQ poll thread's CPU in poll_cpu is offline: unbound until it is back\n");
+	return cpu;
 }
 
 /* Interrupt queues are the ones the poll thread serves. */
@@ -2032,8 +2033,10 @@ static int virtscsi_poll_fn(void *data)
 		if (unlikely(READ_ONCE(dev->poll_rescued)))
 			virtscsi_poll_awake(dev);
 		if (atomic_read(&sqcq_poll_cpu_gen) != dev->poll_bound_gen) {
-			dev->poll_bound_gen = atomic_read(&sqcq_poll_cpu_gen);
-			virtscsi_poll_bind(dev);
+			int gen = atomic_read(&sqcq_poll_cpu_gen);
+
+			dev->poll_bound_gen =
+				sqcq_poll_bind_again(virtscsi_poll_bind(dev), gen);
 		}
 		work = virtscsi_poll_cq(dev, &stopped);
 		if (unlikely(stopped))

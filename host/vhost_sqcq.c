@@ -597,11 +597,19 @@ static int vhost_poll_group_fn(void *data)
 	int gen, bound_gen = atomic_read(&sqcq_poll_cpu_gen) - 1;
 	u64 last = ktime_get_ns(), now;
 	enum sqcq_sleep_reason why = SQCQ_SLEEP_IDLE;
-	bool work, contended, yielded = false;
+	bool work, contended, yielded = false, rebind = false;
 	struct vhost_dev *dev, *tmp;
 	enum sqcq_poll_step step;
 
 	while (!kthread_should_stop()) {
+		/*
+		 * Fails while the CPU is offline: runs elsewhere until it
+		 * comes back.  One still coming online (not active yet, see
+		 * sqcq_poll_bind_current_to()) is tried again at each pass.
+		 */
+		if (unlikely(rebind))
+			rebind = set_cpus_allowed_ptr(current, cpumask_of(g->cpu)) &&
+				 cpu_online(g->cpu);
 		spin_lock(&g->lock);
 		gen = atomic_read(&sqcq_poll_cpu_gen);
 		if (gen != bound_gen) {
@@ -614,8 +622,7 @@ static int vhost_poll_group_fn(void *data)
 				vhost_poll_group_hand_back(g, dev);
 			spin_unlock(&g->lock);
 			bound_gen = gen;
-			/* Fails while the CPU is offline: runs elsewhere. */
-			set_cpus_allowed_ptr(current, cpumask_of(g->cpu));
+			rebind = true;
 			continue;
 		}
 		if (list_empty(&g->devs)) {
@@ -806,12 +813,12 @@ static int vhost_sqcq_pick_cpu(struct vhost_dev *dev)
  * (vhc_worker_unbound_cpus()).  A @cpu that is offline leaves it
  * unbound, with one line, until that CPU comes back.
  */
-static void vhost_sqcq_poll_bind(struct vhost_dev *dev, int cpu)
+static int vhost_sqcq_poll_bind(struct vhost_dev *dev, int cpu)
 {
 	cpumask_var_t unbound;
 
 	if (cpu < 0 || !zalloc_cpumask_var(&unbound, GFP_KERNEL))
-		return;		/* stays where it is */
+		return cpu < 0 ? cpu : -ENOMEM;	/* stays where it is */
 	vhc_worker_unbound_cpus(dev, unbound);
 	cpu = sqcq_poll_bind_current_to(cpu, unbound);
 	free_cpumask_var(unbound);
@@ -822,6 +829,7 @@ static void vhost_sqcq_poll_bind(struct vhost_dev *dev, int cpu)
 	else if (cpu == -EAGAIN)
 		vhost_dev_log(dev, KERN_WARNING, "dev%u: the poll thread's CPU (poll_cpu, or its TPG's attrib/poll_cpu) is offline: unbound until it is back\n",
 			      dev->poll_key);
+	return cpu;
 }
 
 /*
@@ -830,7 +838,7 @@ static void vhost_sqcq_poll_bind(struct vhost_dev *dev, int cpu)
  * worker itself then runs off that CPU where it can), or spinning itself
  * (vhost_sqcq_poll_bind()).
  */
-static void vhost_sqcq_poll_choose(struct vhost_dev *dev)
+static int vhost_sqcq_poll_choose(struct vhost_dev *dev)
 {
 	bool spin;
 	int cpu;
@@ -854,13 +862,12 @@ static void vhost_sqcq_poll_choose(struct vhost_dev *dev)
 	WRITE_ONCE(dev->poll_spin, spin);
 	if (READ_ONCE(poll_shared) && cpu >= 0 && (unsigned int)cpu < nr_cpu_ids)
 		dev->pg = vhost_poll_group_get(cpu);
-	if (!dev->pg) {
-		vhost_sqcq_poll_bind(dev, cpu);
-		return;
-	}
+	if (!dev->pg)
+		return vhost_sqcq_poll_bind(dev, cpu);
 	vhost_worker_allow_but(dev, cpumask_of(cpu));
 	vhost_dev_log(dev, KERN_INFO, "owner %d: SQ doorbells watched by the shared poll thread of CPU %d\n",
 		      dev->owner_pid, cpu);
+	return cpu;
 }
 
 void vhost_sqcq_worker_place(struct vhost_worker *w)
@@ -1015,10 +1022,9 @@ void vhost_sqcq_poll_run(struct vhost_worker *w)
 		}
 		vhost_sqcq_awake(dev);
 		gen = atomic_read(&sqcq_poll_cpu_gen);
-		if (gen != bound_gen) {
-			bound_gen = gen;
-			vhost_sqcq_poll_choose(dev);
-		}
+		if (gen != bound_gen)
+			bound_gen = sqcq_poll_bind_again(vhost_sqcq_poll_choose(dev),
+							 gen);
 		work = vhc_worker_serve_pending(w);
 		/* Serving may have torn the doorbells down (a guest request). */
 		if (!vhost_sqcq_poll_active(w)) {

@@ -37,7 +37,7 @@ stage() {
 	mkdir -p "$d/docs" "$d/debian/source" "$d/rpm"
 	[ ! -f "$top/README.md" ] || cp "$top/README.md" "$d/"
 	cp "$top/docs/INSTALL.md" "$top/docs/guest-switch.md" "$top/docs/host-fabric.md" \
-		"$top/docs/quickstart.md" "$top/docs/sqcq.md" "$d/docs/"
+		"$top/docs/quickstart.md" "$top/docs/sqcq.md" "$top/docs/observability.md" "$d/docs/"
 	cp -R "$top/switch" "$d/"
 	cp "$top/debian/control" "$top/debian/rules" "$top/debian/changelog" \
 		"$top/debian/copyright" "$top"/debian/*.conf "$top"/debian/*.lintian-overrides \
