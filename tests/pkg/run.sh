@@ -107,7 +107,7 @@ run_test() {
 	rc=$?
 	echo "[$(date +%T)] $name: exit $rc after $(($(date +%s) - t0))s" >>"$log"
 	# A test also fails when it logged a "not ok:" line.
-	sed -n "/^--- $name\$/,\$p" "$log" | grep -q '^not ok: ' && rc=1
+	sed -n "/^--- $name\$/,\$p" "$log" | grep '^not ok: ' >/dev/null && rc=1
 	timings+=("$name=$(($(date +%s) - t0))s")
 	if [ $rc -eq 0 ]; then
 		result[$name]=PASS
@@ -218,7 +218,7 @@ t_rpm_sanity() {
 	grep -q '^/usr/share/man/man8/virtio-sqcq-stat\.8' <<<"$l" || bad "rpm lacks virtio-sqcq-stat's man page"
 	rpm -qp --qf '[%{FILENAMES} %{FILEFLAGS:fflags}\n]' "$rpmf" 2>/dev/null |
 		grep -qx '/etc/modprobe.d/virtio-sqcq-driver.conf g' || bad "the switch file is not a %ghost"
-	rpm -qp --configfiles "$rpmf" 2>/dev/null | grep -qx /etc/modprobe.d/virtio-sqcq.conf ||
+	rpm -qp --configfiles "$rpmf" 2>/dev/null | grep -x /etc/modprobe.d/virtio-sqcq.conf >/dev/null ||
 		bad "modprobe.d file not %config"
 	grep -qx dkms <<<"$R" || bad "no Requires: dkms"
 	grep -qx kernel-devel <<<"$R" || bad "no Requires: kernel-devel"
@@ -279,8 +279,8 @@ check_installed() {
 			[ "$(ko_field "$k" $m version)" = "$v" ] ||
 				bad "$m for $k: modinfo version '$(ko_field "$k" $m version)' != $v"
 			[ "$(ko_field "$k" $m vermagic | cut -d' ' -f1)" = "$k" ] || bad "$m vermagic for $k"
-			ko_field "$k" $m parm | grep -q '^poll_idle_us:' || bad "$m: no poll_idle_us parameter"
-			in_chroot modinfo -k "$k" -n $m 2>/dev/null | grep -q "/updates/dkms/$m\.ko" ||
+			ko_field "$k" $m parm | grep '^poll_idle_us:' >/dev/null || bad "$m: no poll_idle_us parameter"
+			in_chroot modinfo -k "$k" -n $m 2>/dev/null | grep "/updates/dkms/$m\.ko" >/dev/null ||
 				bad "modinfo -k $k $m does not resolve to updates/dkms (depmod)"
 		done
 	done
@@ -313,7 +313,7 @@ t_chroot_install() {
 t_modprobe_conf() {
 	local c="$work/etc/modprobe.d/virtio-sqcq.conf" m p mc k=${kvers[0]}
 	[ -f "$c" ] || bad "no /etc/modprobe.d/virtio-sqcq.conf"
-	grep -v '^#' "$c" | grep -q . && bad "uncommented lines in the example conf"
+	grep -v '^#' "$c" | grep . >/dev/null && bad "uncommented lines in the example conf"
 	for m in vhost_scsi_sqcq virtio_scsi_sqcq; do
 		for p in $(ko_field "$k" $m parm | cut -d: -f1); do
 			grep -Eq "^#options $m .*\\b$p=|^# +$p |^#.*\\b$p\\b.*alias" "$c" ||
@@ -330,7 +330,7 @@ t_modprobe_conf() {
 	mc=$(in_chroot modprobe -c)
 	grep -qx 'blacklist virtio_scsi_sqcq' <<<"$mc" || bad "modprobe -c: virtio_scsi_sqcq not blacklisted"
 	grep -qx 'blacklist virtio_scsi' <<<"$mc" && bad "modprobe -c: virtio_scsi blacklisted"
-	in_chroot dpkg-query -W -f='${Conffiles}\n' virtio-sqcq-dkms | grep -q /etc/modprobe.d/virtio-sqcq.conf ||
+	in_chroot dpkg-query -W -f='${Conffiles}\n' virtio-sqcq-dkms | grep /etc/modprobe.d/virtio-sqcq.conf >/dev/null ||
 		bad "not a conffile"
 	ok "conf checked"
 }
@@ -385,7 +385,7 @@ fake_kernels_check() {
 		bad "nolio: no line saying why the host module is not built"
 	grep -q "kernel $fake_broken: the build failed (log: /var/lib/dkms/virtio-sqcq/$v/build/make.log)" "$o" ||
 		bad "broken: the failed build is not named"
-	find "$work/lib/modules/$fake_broken" -name '*sqcq*' | grep -q . && bad "broken: modules installed"
+	find "$work/lib/modules/$fake_broken" -name '*sqcq*' | grep . >/dev/null && bad "broken: modules installed"
 	grep -q "kernel $fake_nohdr: not built, its headers are not installed: install linux-headers-$fake_nohdr" "$o" ||
 		bad "nohdr: no line naming linux-headers-$fake_nohdr"
 	grep -q "installed for 3 kernel(s); FAILED for $fake_broken; no headers for $fake_nohdr" "$o" ||
@@ -452,7 +452,7 @@ t_chroot_purge() {
 		usr/lib/dracut/modules.d/95virtio-sqcq 2>/dev/null)
 	left+=$(cd "$work" && find lib/modules -name '*sqcq*' 2>/dev/null)
 	[ -z "$left" ] || bad "left after purge: $left"
-	in_chroot dkms status | grep -q virtio-sqcq && bad "dkms status still lists virtio-sqcq"
+	in_chroot dkms status | grep virtio-sqcq >/dev/null && bad "dkms status still lists virtio-sqcq"
 	[ "${result[switch-chroot]:-}" != PASS ] || sw_purge_post
 	ok "purged"
 }
@@ -513,7 +513,7 @@ t_rpm_chroot() {
 	rin rpm -e --force-debian virtio-sqcq-dkms >"$o" 2>&1 || bad "rpm -e: $(tail -n 3 "$o")"
 	cat "$o"
 	hs_removal_post "$w" "$o"
-	rin dkms status | grep -q virtio-sqcq && bad "rpm -e: dkms status still lists virtio-sqcq"
+	rin dkms status | grep virtio-sqcq >/dev/null && bad "rpm -e: dkms status still lists virtio-sqcq"
 	left=$(cd "$w" && ls -d lib/modules/*/updates/dkms/*sqcq* usr/src/virtio-sqcq* var/lib/dkms/virtio-sqcq \
 		usr/lib/virtio-sqcq usr/sbin/virtio-sqcq-guest usr/sbin/virtio-sqcq-stat usr/sbin/virtio-sqcq-host \
 		etc/modprobe.d/virtio-sqcq-host.conf 2>/dev/null)

@@ -81,15 +81,15 @@ sw_facts() {
 	local d=$work/tmp/sw-unpacked f facts=""
 	rm -rf "$d"
 	in_chroot unmkinitramfs "$1" /tmp/sw-unpacked || { echo "cannot unpack $1" >&2; return 1; }
-	find "$d" -path '*/updates/dkms/virtio_scsi_sqcq.ko*' | grep -q . && facts+=" ours"
-	find "$d" -path '*/kernel/drivers/scsi/virtio_scsi.ko*' | grep -q . && facts+=" intree"
+	find "$d" -path '*/updates/dkms/virtio_scsi_sqcq.ko*' | grep . >/dev/null && facts+=" ours"
+	find "$d" -path '*/kernel/drivers/scsi/virtio_scsi.ko*' | grep . >/dev/null && facts+=" intree"
 	f=$(find "$d" -path '*/etc/modprobe.d/virtio-sqcq-driver.conf')
 	[ -n "$f" ] && grep -qx 'blacklist virtio_scsi' "$f" && facts+=" bl-intree"
 	f=$(find "$d" -path '*/lib/modprobe.d/virtio-sqcq-driver.conf')
 	[ -n "$f" ] && grep -qx 'blacklist virtio_scsi_sqcq' "$f" && facts+=" bl-ours"
 	f=$(find "$d" -path '*/etc/modprobe.d/virtio-sqcq-driver.conf')
 	[ -n "$f" ] && grep -q '^install virtio_scsi_sqcq /bin/sh /usr/lib/virtio-sqcq/guest-load' "$f" &&
-		find "$d" -path '*/usr/lib/virtio-sqcq/guest-load' -perm -u+x | grep -q . && facts+=" loader"
+		find "$d" -path '*/usr/lib/virtio-sqcq/guest-load' -perm -u+x | grep . >/dev/null && facts+=" loader"
 	rm -rf "$d"
 	echo "${facts# }"
 }
@@ -181,7 +181,7 @@ t_switch_dracut() {
 	sw_expect_image dracut-on /tmp/dracut-on.img "ours intree bl-intree bl-ours loader" dracut-on
 	# (unmkinitramfs puts the main archive under main/ after an early one.)
 	if in_chroot unmkinitramfs /tmp/dracut-on.img /tmp/sw-opts &&
-		find "$work/tmp/sw-opts" -path "*$opts" -exec grep -qx "$opt" {} \; -print | grep -q .; then
+		find "$work/tmp/sw-opts" -path "*$opts" -exec grep -qx "$opt" {} \; -print | grep . >/dev/null; then
 		ok "dracut-on: the image has the options file ($opt)"
 	else
 		bad "dracut-on: the image lacks $opts with '$opt'"
@@ -333,7 +333,7 @@ sw_upgrade_post() {
 # then initramfs-tools' trigger on its hooks directory, after the files went.
 sw_purge_post() {
 	[ -e "$work$sw_state" ] && bad "purge: $sw_state left behind"
-	sed -n '/^--- chroot-purge$/,$p' "$log" | grep -q '^virtio-sqcq-guest: off:' ||
+	sed -n '/^--- chroot-purge$/,$p' "$log" | grep '^virtio-sqcq-guest: off:' >/dev/null ||
 		bad "purge: prerm did not run virtio-sqcq-guest off"
 	sw_expect_image purge "/boot/initrd.img-$sw_k" "intree"
 }
