@@ -60,8 +60,8 @@ TRACE_EVENT(sqcq_setup,
 		  __entry->nqueues, __entry->flags, __entry->poll_thread)
 );
 
-/* A setup that ended classic (at probe, restore or renegotiation). */
-TRACE_EVENT(sqcq_classic,
+/* An event of a SCSI host with the reason for it. */
+DECLARE_EVENT_CLASS(sqcq_host_why,
 	TP_PROTO(unsigned int host, const char *why),
 	TP_ARGS(host, why),
 	TP_STRUCT__entry(
@@ -75,19 +75,16 @@ TRACE_EVENT(sqcq_classic,
 	TP_printk("host=%u why=%s", __entry->host, __entry->why)
 );
 
-/* SQ/CQ in use ended: the host stopped it, or the device was reset. */
-TRACE_EVENT(sqcq_teardown,
+/* A setup that ended classic (at probe, restore or renegotiation). */
+DEFINE_EVENT(sqcq_host_why, sqcq_classic,
 	TP_PROTO(unsigned int host, const char *why),
-	TP_ARGS(host, why),
-	TP_STRUCT__entry(
-		__field(unsigned int, host)
-		__array(char, why, SQCQ_TRACE_WHY_LEN)
-	),
-	TP_fast_assign(
-		__entry->host = host;
-		strscpy(__entry->why, why, SQCQ_TRACE_WHY_LEN);
-	),
-	TP_printk("host=%u why=%s", __entry->host, __entry->why)
+	TP_ARGS(host, why)
+);
+
+/* SQ/CQ in use ended: the host stopped it, or the device was reset. */
+DEFINE_EVENT(sqcq_host_why, sqcq_teardown,
+	TP_PROTO(unsigned int host, const char *why),
+	TP_ARGS(host, why)
 );
 
 TRACE_EVENT(poll_sleep,
