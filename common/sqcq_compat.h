@@ -59,7 +59,7 @@ static inline void hrtimer_setup(struct hrtimer *timer,
 #endif
 
 /* ================================================================== */
-/* Host (host/vhost_scsi_sqcq.c and the parts it includes)             */
+/* Host (host/vhost_scsi_sqcq_main.c and the parts it includes)      */
 /* ================================================================== */
 #ifdef SQCQ_COMPAT_HOST
 
@@ -188,7 +188,7 @@ static inline int sqcq_target_submit(struct se_cmd *se, struct se_session *sess,
 #endif /* SQCQ_COMPAT_HOST */
 
 /* ================================================================== */
-/* Guest (guest/virtio_scsi_sqcq.c)                                    */
+/* Guest (guest/virtio_scsi_sqcq_main.c)                             */
 /* ================================================================== */
 #ifdef SQCQ_COMPAT_GUEST
 

@@ -6,7 +6,7 @@
  * reason.  Each is a static key: nothing runs while it is off.  host is
  * the SCSI host number (/sys/class/scsi_host/hostN).
  *
- * Defined once, by guest/virtio_scsi_sqcq.c with CREATE_TRACE_POINTS;
+ * Defined once, by guest/virtio_scsi_sqcq_main.c with CREATE_TRACE_POINTS;
  * Kbuild puts guest/ on the include path, where trace/define_trace.h finds
  * this file again (TRACE_INCLUDE_PATH below).
  */

@@ -7,8 +7,8 @@
  * number (devN of debugfs and of the kernel log, "device:" of the TPG's
  * sqcq_status).
  *
- * Defined once, by host/vhost_scsi_sqcq.c with CREATE_TRACE_POINTS; Kbuild
- * puts host/ on the include path, where trace/define_trace.h finds this
+ * Defined once, by host/vhost_scsi_sqcq_main.c with CREATE_TRACE_POINTS;
+ * Kbuild puts host/ on the include path, where trace/define_trace.h finds this
  * file again (TRACE_INCLUDE_PATH below).
  */
 #undef TRACE_SYSTEM

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
- * vhost_scsi_sqcq internals shared by the device file (vhost_scsi_sqcq.c)
+ * vhost_scsi_sqcq internals shared by the device file (vhost_scsi_sqcq_main.c)
  * and the TCM fabric and SCSI data path (sqcq_tcm.c).
  *
  * Locking, outermost first:

@@ -388,7 +388,7 @@ void vhc_vq_fail(struct vhost_vq *vq, const char *why);
  * a storm of setup/teardown/close cycles gives a handful of lines, not one
  * per cycle.  A device's lines (vhost_dev_log()) pass its own budget, 10 a
  * minute, and then the module's, vhost_lifecycle_rs (30 a minute, which
- * the module's own lines use alone; vhost_scsi_sqcq.c defines it): one
+ * the module's own lines use alone; vhost_scsi_sqcq_main.c defines it): one
  * VM's storm takes at most a third of the module's budget, so it does not
  * hide another VM's lines, and a storm of devices stays bounded too.
  */

@@ -79,7 +79,7 @@ run() {	# run IGNORE FILE...
 		grep -v '^total: 0 errors, 0 warnings, 0 checks' | grep -v '^$'
 }
 out=$(
-	run "$base" host/*.c host/sqcq_scsi.h guest/*.c common/sqcq_poll.h
+	run "$base" host/*.c host/sqcq_scsi.h guest/*.c common/sqcq_poll.h common/sqcq_param.c
 	run "$base,YIELD" common/sqcq_param.h
 	run "$base,BIT_MACRO,PREFER_DEFINED_ATTRIBUTE_MACRO,ARRAY_SIZE,MEMORY_BARRIER" \
 		common/sqcq_uapi.h

@@ -23,7 +23,7 @@ dkms_src() {
 	d=$1
 	mkdir -p "$d/common" "$d/host" "$d/guest" "$d/scripts"
 	cp "$top/Kbuild" "$top/VERSION" "$top/dkms.conf" "$d/"
-	cp "$top"/common/*.h "$d/common/"
+	cp "$top"/common/*.[ch] "$d/common/"
 	cp "$top"/host/*.[ch] "$top"/host/Kbuild "$d/host/"
 	cp "$top"/guest/*.[ch] "$top"/guest/Kbuild "$d/guest/"
 	cp "$top/scripts/detect-features.sh" "$d/scripts/"

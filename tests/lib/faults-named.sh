@@ -18,13 +18,13 @@ sqcq_faults_named_guest() {
 	mkdir -p "$dir/guest" "$dir/common" "$dir/scripts"
 	# Only the guest, built from the test build's source.
 	sed -e '/^obj-m += host\//d' -e '/SQCQ_TEST_MODULES/d' Kbuild >"$dir/Kbuild"
-	cp VERSION "$dir/" && cp common/*.h "$dir/common/" &&
+	cp VERSION "$dir/" && cp common/*.[ch] "$dir/common/" &&
 		cp scripts/detect-features.sh "$dir/scripts/" &&
-		cp guest/virtio_scsi_sqcq.c guest/sqcq_guest_trace.h \
-			tests/faults/guest/virtio_scsi_sqcq_faults.c "$dir/guest/" ||
+		cp guest/virtio_scsi_sqcq_main.c guest/sqcq_param.c guest/sqcq_guest_trace.h \
+			tests/faults/guest/virtio_scsi_sqcq_faults_main.c "$dir/guest/" ||
 		return 1
 	printf '%s\n' 'obj-m += virtio_scsi_sqcq.o' \
-		'virtio_scsi_sqcq-y := virtio_scsi_sqcq_faults.o' \
+		'virtio_scsi_sqcq-y := virtio_scsi_sqcq_faults_main.o sqcq_param.o' \
 		'ccflags-y += -DSQCQ_COMPAT_GUEST -DSQCQ_TEST_FAULTS -I$(src)' >"$dir/guest/Kbuild"
 	if ! make -C "$SQCQ_CACHE/kheaders/$abi/build" M="$dir" W=1 KCFLAGS=-Werror modules \
 		>"$dir/build.log" 2>&1; then

@@ -206,7 +206,7 @@ t_rpm_sanity() {
 	[ "$(rpm -qp --qf '%{NAME} %{ARCH}' "$rpmf" 2>/dev/null)" = "virtio-sqcq-dkms noarch" ] ||
 		bad "name/arch"
 	for f in Kbuild VERSION dkms.conf scripts/detect-features.sh \
-		$(cd "$top" && ls host/*.[ch] host/Kbuild guest/*.[ch] guest/Kbuild common/*.h 2>/dev/null); do
+		$(cd "$top" && ls host/*.[ch] host/Kbuild guest/*.[ch] guest/Kbuild common/*.[ch] 2>/dev/null); do
 		grep -qx "/usr/src/virtio-sqcq-$ver/$f" <<<"$l" || bad "missing /usr/src/virtio-sqcq-$ver/$f"
 	done
 	grep -qx /etc/modprobe.d/virtio-sqcq.conf <<<"$l" || bad "no modprobe.d file"

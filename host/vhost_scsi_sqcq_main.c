@@ -10,9 +10,10 @@
  * dispatch.  SQ/CQ setup and teardown requests arrive on the control queue
  * and are answered here (vhost_scsi_ctrl_sqcq()).
  *
- * The module is this one translation unit, which includes its other parts
- * at the end, the way kernel/sched/build_policy.c builds several scheduler
- * files as one:
+ * The module is this translation unit, which includes its other parts at
+ * the end, the way kernel/sched/build_policy.c builds several scheduler
+ * files as one, linked with the shared poll parameters (host/sqcq_param.c,
+ * common/sqcq_param.c):
  *
  *   host/vhost_core.c   the generic vhost part: ownership, memory table,
  *                       split rings, eventfds, the worker
@@ -40,7 +41,6 @@
 
 #include <linux/namei.h>
 
-#define SQCQ_PARAM_DEFINE	/* the parameters' one definition */
 #include "sqcq_faults.h"
 #include "sqcq_param.h"
 #include "sqcq_scsi.h"

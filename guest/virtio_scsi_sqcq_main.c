@@ -49,8 +49,6 @@
 #include <scsi/scsi_host.h>
 #include <scsi/scsi_tcq.h>
 
-#define SQCQ_PARAM_DEFINE	/* the parameters' one definition */
-#define SQCQ_POLL_CPU_EMPTY_DESC "no guest poll thread: the host still polls the SQs, completions come by interrupt, or to the waiting task on poll queues; a device probed while poll_cpu names CPUs gets a thread, which then follows poll_cpu"
 #include "sqcq_param.h"
 #include "sqcq_uapi.h"
 #include "sqcq_faults.h"

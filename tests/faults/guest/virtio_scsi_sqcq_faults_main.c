@@ -23,4 +23,4 @@ module_param(fault_tmf_unanswered, uint, 0644);
 MODULE_PARM_DESC(fault_tmf_unanswered, "Test only: while set, the device is not notified of SCSI TMFs (ABORT TASK, LUN reset): they stay on the control queue unanswered until a reset or until it is cleared");
 
 /* From guest/ (-I in Kbuild), or beside this file in a copy of the tree. */
-#include "virtio_scsi_sqcq.c"
+#include "virtio_scsi_sqcq_main.c"

@@ -1,0 +1,3 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/* The shared poll parameters as an object of the host's test build. */
+#include "../../../common/sqcq_param.c"
