@@ -124,7 +124,7 @@ print(round(json.load(open(sys.argv[1]))["jobs"][0]["read"]["iops"]))' "$out")
 	}
 
 	local configs="in-tree ours ours-poll" cfg sd qd jobs
-	if modinfo -p virtio_scsi 2>/dev/null | grep -q '^virtscsi_poll_queues:'; then
+	if modinfo -p virtio_scsi 2>/dev/null | grep '^virtscsi_poll_queues:' >/dev/null; then
 		configs="$configs in-tree-poll"
 	fi
 	: >$res/points

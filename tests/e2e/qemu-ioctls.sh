@@ -52,7 +52,7 @@ if [ "${1:-}" = --inside ]; then
 		{ echo "FAIL: qemu-ioctls $host: target setup ($err)"; exit 1; }
 	read -r -a qemu <<<"${E2E_L2_QEMU:-qemu-system-x86_64}"
 	"${qemu[@]}" --version | head -n 1 | sed 's/^/qemu-version: /'
-	if "${qemu[@]}" -device vhost-scsi-pci,help 2>/dev/null | grep -q '^ *hotplug='; then
+	if "${qemu[@]}" -device vhost-scsi-pci,help 2>/dev/null | grep '^ *hotplug=' >/dev/null; then
 		props="$props,hotplug=on"
 	fi
 	echo "qemu-device: vhost-scsi-pci,wwpn=$WWPN,vhostfd=7,$props"

@@ -40,7 +40,7 @@ df_frame() { grep -a -A "$2" 'traps: PANIC: double fault' "$1"; }
 # seen with the L2 of QEMU 7.2 and 10.0 over TCG's SVM, on the fio thread,
 # in any phase, with QEMU 7.2, 10.0 or 11.1 as L0.
 user_stack_double_fault() {
-	df_frame "$1" 12 | grep -qE 'RSP: 0018:0000[0-7][0-9a-f]{11}( |$)'
+	df_frame "$1" 12 | grep -E 'RSP: 0018:0000[0-7][0-9a-f]{11}( |$)' >/dev/null
 }
 # entry_double_fault LOG: a double fault with RIP in error_entry, the
 # exception entry code itself: it faulted again and again until the
@@ -49,7 +49,7 @@ user_stack_double_fault() {
 # of current_task: the GS base was gone, as in the user-stack case. No
 # driver code runs there.
 entry_double_fault() {
-	df_frame "$1" 12 | grep -q 'RIP: 0010:error_entry+'
+	df_frame "$1" 12 | grep 'RIP: 0010:error_entry+' >/dev/null
 }
 # entry_trampoline_fault LOG: the entry trampoline's stack overflowed
 # (its guard page hit) with the fault in irqentry_enter, where an

@@ -249,7 +249,7 @@ sqcq_vm_initramfs() {
 		out="/tmp/sqcq-initramfs-$kver-$key.cpio"
 		[ -f "$out" ] && { echo "$out"; return 0; }
 	fi
-	file "$bb" 2>/dev/null | grep -q 'dynamically linked' &&
+	file "$bb" 2>/dev/null | grep 'dynamically linked' >/dev/null &&
 		sqcq_die "$bb is dynamically linked (install busybox-static)"
 	mkdir -p "$(dirname "$out")"
 	tmp=$(mktemp -d "$(dirname "$out")/.tmp.XXXXXX")
