@@ -69,35 +69,28 @@
 # every CMP_* variable (bench/compare.sh).  Logs of the
 # last run: out/logs/e2e-HOST-GUEST-ABI/ (console, fio output, L2 kernel log).
 set -euo pipefail
-
-ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-cd "$ROOT"
+# shellcheck source=tests/lib/stage.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/stage.sh"
 # shellcheck source=tests/vm/common.sh
 . tests/vm/common.sh
 
-usage() {
-	sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed -e '$d' -e 's/^# \{0,1\}//' >&2
-	exit 2
-}
-
 id=6.1 host=intree guest=sqcq timeout_s=1800 l2_timeout=1200 fio_size=32m
 min_ios=10000 hotplug=1 l2_qemu=bookworm
-while [ $# -gt 0 ]; do
+# The options beyond --kernel and --timeout (stage_init).
+stage_opt() {
 	case "$1" in
-	--kernel) id=$2; shift 2 ;;
-	--host) host=$2; shift 2 ;;
-	--guest) guest=$2; shift 2 ;;
-	--timeout) timeout_s=$2; shift 2 ;;
-	--l2-timeout) l2_timeout=$2; shift 2 ;;
-	--fio-size) fio_size=$2; shift 2 ;;
-	--min-ios) min_ios=$2; shift 2 ;;
-	--no-hotplug) hotplug=0; shift ;;
-	--l2-kernel) l2_id=$2; shift 2 ;;
-	--l2-qemu) l2_qemu=$2; shift 2 ;;
-	-h | --help) usage ;;
-	*) echo "${0##*/}: unknown option $1" >&2; usage ;;
+	--host) host=${2:?--host needs intree, sqcq or takeover}; STAGE_SHIFT=2 ;;
+	--guest) guest=${2:?--guest needs intree or sqcq}; STAGE_SHIFT=2 ;;
+	--l2-timeout) l2_timeout=${2:?--l2-timeout needs seconds}; STAGE_SHIFT=2 ;;
+	--fio-size) fio_size=${2:?--fio-size needs a size}; STAGE_SHIFT=2 ;;
+	--min-ios) min_ios=${2:?--min-ios needs a count}; STAGE_SHIFT=2 ;;
+	--no-hotplug) hotplug=0; STAGE_SHIFT=1 ;;
+	--l2-kernel) l2_id=${2:?--l2-kernel needs an ID}; STAGE_SHIFT=2 ;;
+	--l2-qemu) l2_qemu=${2:?--l2-qemu needs a suite}; STAGE_SHIFT=2 ;;
+	*) return 1 ;;
 	esac
-done
+}
+stage_init e2e "kernel timeout" "$@"
 label="$host/$guest"
 # L1 on another kernel than 6.1 shows in every result line (l1.sh: E2E_L1_ID).
 [ "$id" = 6.1 ] || label="$label $id"
@@ -127,12 +120,14 @@ fi
 if [ "${SQCQ_VM_NESTED_ACCEL:-auto}" = tcg ]; then
 	label="$label l2-tcg" qsuffix=$qsuffix-l2tcg
 fi
-[[ "$timeout_s" =~ ^[0-9]+$ && "$l2_timeout" =~ ^[0-9]+$ ]] || usage
+[[ "$timeout_s" =~ ^[0-9]+$ && "$l2_timeout" =~ ^[0-9]+$ ]] || stage_usage
 # L1 needs time around L2: its own boot, the target, the teardown.
 [ "$l2_timeout" -lt "$timeout_s" ] || l2_timeout=$((timeout_s - 120))
 
+# FAIL lines: "FAIL: e2e LABEL ID: ..." (stage_fail).
+STAGE_NAME="e2e $label"
 t0=$SECONDS
-abi=$(sqcq_kernel_abi "$id") || { echo "FAIL: e2e $label $id: cannot resolve the ABI"; exit 1; }
+abi=$(sqcq_kernel_abi "$id") || stage_fail "cannot resolve the ABI"
 # L2 boots L1's kernel, or --l2-kernel's (our guest module then comes from
 # its out/).
 l2_id=${l2_id:-$id}
@@ -151,7 +146,7 @@ done
 # shellcheck source=tests/lib/qemu-chroot.sh
 . tests/lib/qemu-chroot.sh
 l2_qemu_cmd=$(sqcq_qemu_cmd "$l2_qemu") ||
-	{ echo "FAIL: e2e $label $id: no QEMU of $l2_qemu (tests/lib/qemu-chroot.sh)"; exit 1; }
+	stage_fail "no QEMU of $l2_qemu" tests/lib/qemu-chroot.sh
 l2_qboot=""
 [ "$l2_qemu" = bookworm ] || l2_qboot=$(sqcq_qemu_chroot_dir "$l2_qemu")/usr/share/qemu/qboot.rom
 # fio runs in L2 from this machine's root (shared over 9p twice).
@@ -159,12 +154,12 @@ l2_qboot=""
 # libraries, 11-18 s a start on the sanitizer kernel).
 # shellcheck source=tests/lib/fio.sh
 . tests/lib/fio.sh
-sqcq_fio_setup || { echo "FAIL: e2e $label $id: cannot install fio"; exit 1; }
+sqcq_fio_setup || stage_fail "cannot install fio"
 if [ "$via" = libvirt ]; then
 	# libvirtd and virsh in L1 come from this root, as fio does; their
 	# state directories must exist here (L1 mounts tmpfs on them).
 	sqcq_install libvirt-daemon libvirt-daemon-driver-qemu libvirt-clients ||
-		{ echo "FAIL: e2e $label $id: cannot install libvirt"; exit 1; }
+		stage_fail "cannot install libvirt"
 	mkdir -p /var/lib/libvirt /var/cache/libvirt /var/log/libvirt
 fi
 # L2's initramfs (with scsi_mod and sd_mod, see l1.sh), built here into the
