@@ -9,6 +9,7 @@
 # Environment: E2E_SLOT_A, E2E_TPGT (l1.sh), CMP_RUNTIME (s per point,
 # default 5), CMP_POINTS (default "randread:1:1 randread:32:1 randwrite:1:1
 # randwrite:32:1 randread:32:4"; rw:iodepth:jobs), CMP_ROUNDS (default 5),
+# CMP_ROUND0 (the number of the first round less one, default 0),
 # CMP_IDLE_S (seconds the idle poller CPU is sampled, default 3),
 # E2E_GUEST_PARAMS (more insmod parameters for both modes), CMP_MODES
 # (default "classic sqcq"; "haltpoll" adds the peer below).
@@ -67,6 +68,9 @@ RT=${CMP_RUNTIME:-5}
 POINTS=${CMP_POINTS:-randread:1:1 randread:32:1 randwrite:1:1 randwrite:32:1 randread:32:4}
 IDLE_S=${CMP_IDLE_S:-3}
 ROUNDS=${CMP_ROUNDS:-5}
+# Rounds an earlier L1 completed before the emulator broke it (compare.sh):
+# these are rounds ROUND0+1 .. ROUND0+ROUNDS.
+ROUND0=${CMP_ROUND0:-0}
 MODES=${CMP_MODES:-classic sqcq}
 PREFIX=compare TAG=compare-l2
 # shellcheck source=tests/e2e/l2-lib.sh
@@ -430,7 +434,7 @@ if ! l1_exits; then
 	EXITS_OK=0
 fi
 read -ra modes <<<"$MODES"
-for ((round = 1; round <= ROUNDS; round++)); do
+for ((round = ROUND0 + 1; round <= ROUND0 + ROUNDS; round++)); do
 	# Each round starts one mode further on: every mode runs first, in the
 	# middle and last alike (two modes: classic first in odd rounds).
 	order=""
@@ -440,7 +444,7 @@ for ((round = 1; round <= ROUNDS; round++)); do
 	for mode in $order; do
 		load "$mode" || continue
 		points "$mode" "$round"
-		[ "$mode" = sqcq ] && [ "$round" = "$ROUNDS" ] && idle_sample
+		[ "$mode" = sqcq ] && [ "$round" = $((ROUND0 + ROUNDS)) ] && idle_sample
 		unload "$mode"
 	done
 done

@@ -1,5 +1,6 @@
 #!/bin/bash
 # bench/compare.sh [--kernel ID] [--runtime S] [--rounds N] [--short] [--recipe]
+#                  [--log FILE]
 #
 # Classic vs SQ/CQ side by side, in one run, through unmodified QEMU: the
 # test VM (L1, tests/e2e/run.sh) loads vhost_scsi_sqcq and builds an LIO
@@ -46,6 +47,11 @@
 # CMP_GUEST_PARAMS replace these settings.
 # CMP_L2_SMP: the nested guest's vCPUs (default 1, as in the e2e stage: on
 # two, the emulated nested guest broke in most runs on the 2-core machine).
+# When the emulator breaks L1 or L2 (tests/e2e/verdict.sh), the rounds
+# complete by then stay and a new L1 runs the rest (CMP_RETRIES, default 3,
+# such restarts); a round it broke is left out.  The run's output stays in
+# out/logs/compare-last.log; --log FILE prints the tables of such a file
+# again (with the options of its run).
 # Only ratios and counts mean anything here (TCG, nested): nothing asserts
 # a timing.  Exit status 0 when both modes ran every point, negotiated
 # what they should and kept it to the end of every point.
@@ -63,6 +69,7 @@ while [ $# -gt 0 ]; do
 	--rounds) rounds=$2 rounds_set=1; shift 2 ;;
 	--short) short=1; shift ;;
 	--recipe) recipe=1; shift ;;
+	--log) from=$2; shift 2 ;;
 	-h | --help) sed -n '2,/^set -euo/p' "$0" | sed -e '$d' -e 's/^# \{0,1\}//'; exit 0 ;;
 	*) echo "${0##*/}: unknown option $1" >&2; exit 2 ;;
 	esac
@@ -92,22 +99,65 @@ hpolls=0
 
 points_n=$(wc -w <<<"$points")
 modes_n=$(wc -w <<<"$modes")
-log=$(mktemp /tmp/sqcq-compare.XXXXXX)
-trap 'rm -f "$log"' EXIT
-set +e
+# --log FILE: no run; the tables of a run whose output FILE kept (its
+# "cmp-attempt" lines included), given the same options.  Without it the
+# run's output is kept in out/logs/compare-last.log.
+if [ -n "${from:-}" ]; then
+	log=$(mktemp /tmp/sqcq-compare.XXXXXX)
+	cp "$from" "$log" || exit 2
+else
+	mkdir -p out/logs
+	log=out/logs/compare-last.log
+	: >"$log"
+fi
+trap 'rm -f "$log.rounds"; [ -z "${from:-}" ] || rm -f "$log"' EXIT
+# complete_rounds: the rounds of the log in which every mode ran every
+# point (its "cmp MODE" lines), counted per L1 attempt ("cmp-attempt N"
+# lines): one "ATTEMPT ROUND" line each.
+complete_rounds() {
+	awk -v want=$((modes_n * points_n)) '
+		{ gsub(/\r/, "") }
+		/^cmp-attempt / { a = $2 }
+		/^cmp (classic|sqcq|haltpoll|intree)(-fallback|-notclassic)? / { n[a, $12]++ }
+		END { for (k in n) if (n[k] == want) { split(k, p, SUBSEP); print p[1], p[2] } }' "$log"
+}
 echo "compare: $title: L1 on $l1smp vCPUs; host insmod ${hp:-(defaults)}; guest insmod ${gp:-(defaults)}${vopts:+; vhost-scsi-pci $vopts}$([ "$isolate" = 1 ] && echo "; L2 alone on L1's CPU 1")"
-E2E_L2_SCRIPT=bench/compare-l2.sh E2E_VIOMMU=0 \
-E2E_HOST_PARAMS=$hp E2E_GUEST_PARAMS=$gp E2E_L2_ISOLATE=$isolate E2E_L2_VHOST_OPTS=$vopts \
-E2E_L1_SMP=$l1smp E2E_L2_SMP=${CMP_L2_SMP:-1} CMP_RUNTIME=$rt CMP_POINTS=$points CMP_ROUNDS=$rounds \
-CMP_HOST_POLLS=$hpolls CMP_MODES=$modes E2E_L2_APPEND="${E2E_L2_APPEND:-} $l2append" \
-	tests/e2e/run.sh --kernel "$id" --host sqcq --guest sqcq --no-hotplug \
-	--timeout $((900 + rounds * modes_n * (points_n * (rt + 25) + 40))) \
-	--l2-timeout $((600 + rounds * modes_n * (points_n * (rt + 25) + 40))) 2>&1 | tee "$log" | grep --line-buffered -E '^(e2e|compare-l2|pass:|fail:|PASS:|FAIL:)'
-rc=${PIPESTATUS[0]}
+# One L1 (and L2) runs the rounds; when the emulator breaks it, the next
+# one runs only the rounds still missing (CMP_ROUND0: the rounds done), so
+# a break costs the round it hit, not the run: CMP_RETRIES (default 3)
+# such L1s more at most.  A test's own failure ends the run.
+set +e
+done_r=0 try=0 rc=1
+if [ -n "${from:-}" ]; then
+	try=$(grep -c '^cmp-attempt ' "$log")
+	complete_rounds >"$log.rounds"
+	done_r=$(wc -l <"$log.rounds")
+	rc=0
+fi
+while [ -z "${from:-}" ] && [ "$done_r" -lt "$rounds" ] && [ "$try" -le "${CMP_RETRIES:-3}" ]; do
+	try=$((try + 1))
+	left=$((rounds - done_r))
+	echo "cmp-attempt $try" >>"$log"
+	E2E_L2_SCRIPT=bench/compare-l2.sh E2E_VIOMMU=0 E2E_RETRIES=0 \
+	E2E_HOST_PARAMS=$hp E2E_GUEST_PARAMS=$gp E2E_L2_ISOLATE=$isolate E2E_L2_VHOST_OPTS=$vopts \
+	E2E_L1_SMP=$l1smp E2E_L2_SMP=${CMP_L2_SMP:-1} CMP_RUNTIME=$rt CMP_POINTS=$points \
+	CMP_ROUNDS=$left CMP_ROUND0=$done_r \
+	CMP_HOST_POLLS=$hpolls CMP_MODES=$modes E2E_L2_APPEND="${E2E_L2_APPEND:-} $l2append" \
+		tests/e2e/run.sh --kernel "$id" --host sqcq --guest sqcq --no-hotplug \
+		--timeout $((900 + left * modes_n * (points_n * (rt + 25) + 40))) \
+		--l2-timeout $((600 + left * modes_n * (points_n * (rt + 25) + 40))) 2>&1 | tee -a "$log" | grep --line-buffered -E '^(e2e|compare-l2|pass:|fail:|PASS:|FAIL:)'
+	rc=${PIPESTATUS[0]}
+	complete_rounds >"$log.rounds"
+	done_r=$(wc -l <"$log.rounds")
+	[ "$rc" = 0 ] && break
+	# run.sh says so when the emulator, not a test, broke its last attempt.
+	sed -n '/^cmp-attempt '"$try"'$/,$p' "$log" | grep '^e2e: attempt [0-9]* failed in the emulator' >/dev/null || break
+	echo "compare: L1 $try broke in the emulator; $done_r of $rounds rounds complete, the next L1 runs the rest"
+done
+[ "$rc" != 0 ] || [ "$done_r" -ge "$rounds" ] || rc=1
 set -e
 
-# The last attempt's lines win (run.sh repeats a run the emulator broke).
-awk -v rt="$rt" -v rounds="$rounds" -v title="$title" -v l1smp="$l1smp" -v hp="${hp:-defaults}" -v gp="${gp:-defaults}" '
+awk -v rt="$rt" -v rounds="$rounds" -v done="$done_r" -v tries="$try" -v title="$title" -v l1smp="$l1smp" -v hp="${hp:-defaults}" -v gp="${gp:-defaults}" '
 function perio(n, d) { return d > 0 ? sprintf("%.3f", n / d) : "-" }
 # median and spread of the space-separated numbers in s
 function stats(s,    a, n, i, j, t) {
@@ -121,12 +171,12 @@ function stats(s,    a, n, i, j, t) {
 }
 # Lines from the console of the VM end in carriage returns.
 { gsub(/\r/, "") }
-/^e2e: attempt [0-9]+ failed in the emulator/ {
-	split("", seen); split("", iops); split("", allio); split("", ios); split("", kicks)
-	split("", irqs); split("", exits); split("", exio); split("", busy); split("", bzio)
-	split("", why); split("", whyio); n = 0
-	split("", fb); split("", xv); split("", xios); split("", xr); split("", xset); split("", xnames)
-}
+# Only rounds in which every mode ran every point count (complete_rounds):
+# the lines of a round the emulator broke are left out.
+FILENAME == ARGV[1] { keep[$1, $2] = 1; next }
+/^cmp-attempt / { att = $2 }
+/^cmp-exits / && !((att, $6) in keep) { next }
+/^cmp [a-z-]+ / && !((att, $12) in keep) { next }
 # point(rw, qd, jobs): the name of a point in the tables, in order of first sight.
 function point(rw, qd, nj,    k) {
 	k = rw " QD" qd " x" nj
@@ -193,7 +243,7 @@ function xmed(m, k, name,    rs, nr, i, v) {
 	return med
 }
 END {
-	printf "\n## %s: classic vs SQ/CQ (nested guest, unmodified QEMU, TCG, L1 on %s vCPUs; %s s per point, %s alternating rounds; host: %s; guest: %s)\n\n", title, l1smp, rt, rounds, hp, gp
+	printf "\n## %s: classic vs SQ/CQ (nested guest, unmodified QEMU, TCG, L1 on %s vCPUs; %s s per point, %s alternating rounds%s; host: %s; guest: %s)\n\n", title, l1smp, rt, done, (tries > 1 ? sprintf(", in %d boots of L1: the emulator broke the others", tries) : ""), hp, gp
 	printf "| 4 KiB, fio | classic IOPS | SQ/CQ IOPS | SQ/CQ / classic (min-max) | kicks/io C | irqs/io C | kicks/io S | irqs/io S | exits/io C | exits/io S | CPU us/io C | CPU us/io S |\n"
 	printf "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n"
 	for (i = 1; i <= n; i++) {
@@ -297,7 +347,7 @@ END {
 		printf "\nExits of the nested guest seen by KVM in L1 (kvm:kvm_exit, keyed on the exit code; \"stat:\": KVM'"'"'s debugfs statistics where the tracepoint was not usable) per I/O, over fio'"'"'s window plus about a second of idle handshake on each side. SVM names: npf = nested page fault (virtio-pci notify writes are MMIO, so kicks land here), io = port I/O, hlt = idle vCPU, msr = MSR accesses (TSC-deadline timer, x2APIC EOI and IPIs), intr = host interrupt, vintr = interrupt window; see bench/README.md.\n"
 	else
 		printf "none: L1 gave no exits by reason (bench/l1-exits.sh, hotplug-exits.req in tests/e2e/l1.sh)\n"
-}' "$log"
+}' "$log.rounds" "$log"
 if [ "$rc" != 0 ]; then
 	# The reason on screen: the run's last lines that the filter above
 	# did not show (an apt or build step's error, a VM that did not boot).

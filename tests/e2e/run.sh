@@ -293,7 +293,10 @@ while :; do
 		echo "e2e: attempt $try is a test's failure, not the emulator's: $E2E_WHY" >&2
 		break
 	fi
-	[ "$try" -gt "$retries" ] && break
+	if [ "$try" -gt "$retries" ]; then
+		echo "e2e: attempt $try failed in the emulator, not in a test ($E2E_WHY); no repeat left (E2E_RETRIES=$retries)" >&2
+		break
+	fi
 	# No repeat starts after E2E_DEADLINE.
 	if [ -n "${E2E_DEADLINE:-}" ] && [ "$(date +%s)" -ge "$E2E_DEADLINE" ]; then
 		echo "e2e: attempt $try failed in the emulator, not in a test; no further attempt: the run's time budget is spent (E2E_DEADLINE)" >&2
