@@ -62,6 +62,8 @@
 #define SQCQ_WWPN_MAX		223
 /* Pages one command may map (8 MiB of page-aligned data). */
 #define SQCQ_MAX_SG_PAGES	2048u
+/* Pages a command maps without allocating its arrays (up to 16 KiB). */
+#define VHOST_SCSI_INLINE_PAGES	4
 /*
  * Longest COMPARE AND WRITE data-out the target core accepts: it allows a
  * NUMBER OF LOGICAL BLOCKS of at most 1, blocks of at most 4 KiB, and the
@@ -166,6 +168,15 @@ struct vhost_scsi_cmd {
 	struct scatterlist *sgl;
 	unsigned int nsg;		/* entries of sgl */
 	struct page *bounce;		/* COMPARE AND WRITE data-out copy */
+	/*
+	 * pages and sgl point here when the data spans at most
+	 * VHOST_SCSI_INLINE_PAGES pages (a 4 KiB request spans one or two),
+	 * and the bounce copy's one entry: most requests then allocate the
+	 * command alone, as the in-tree driver's preallocated commands do
+	 * none.  Longer data allocates both arrays.
+	 */
+	struct page *inline_pages[VHOST_SCSI_INLINE_PAGES];
+	struct scatterlist inline_sgl[VHOST_SCSI_INLINE_PAGES];
 	/*
 	 * COMPARE AND WRITE: the target core's execute and completion
 	 * handlers, held back by write_pending until the command runs (see
@@ -446,9 +457,9 @@ static int vhost_scsi_cmd_bounce(struct vhost_scsi_cmd *cmd, struct vhost_req *r
 
 	cmd->bounce = alloc_pages(GFP_KERNEL_ACCOUNT,
 				  get_order(cmd->data_len));
-	cmd->sgl = kmalloc(sizeof(*cmd->sgl), GFP_KERNEL_ACCOUNT);
-	if (!cmd->bounce || !cmd->sgl)
+	if (!cmd->bounce)
 		return -ENOMEM;
+	cmd->sgl = cmd->inline_sgl;
 	iov_iter_init(&it, ITER_SOURCE, req->iov, req->out_cnt, req->out_len);
 	iov_iter_advance(&it, hdr_len);
 	if (copy_from_iter(page_address(cmd->bounce), cmd->data_len, &it) !=
@@ -475,12 +486,17 @@ static int vhost_scsi_cmd_map(struct vhost_scsi_cmd *cmd, struct vhost_req *req,
 	ret = vhost_iov_walk(iov, cnt, hdr_len, vhost_count_pages, &npages);
 	if (ret)
 		return ret;
-	cmd->pages = kvmalloc_array(npages, sizeof(*cmd->pages),
-				    GFP_KERNEL_ACCOUNT);
-	cmd->sgl = kvmalloc_array(npages, sizeof(*cmd->sgl),
-				  GFP_KERNEL_ACCOUNT);
-	if (!cmd->pages || !cmd->sgl)
-		return -ENOMEM;
+	if (npages <= VHOST_SCSI_INLINE_PAGES) {
+		cmd->pages = cmd->inline_pages;
+		cmd->sgl = cmd->inline_sgl;
+	} else {
+		cmd->pages = kvmalloc_array(npages, sizeof(*cmd->pages),
+					    GFP_KERNEL_ACCOUNT);
+		cmd->sgl = kvmalloc_array(npages, sizeof(*cmd->sgl),
+					  GFP_KERNEL_ACCOUNT);
+		if (!cmd->pages || !cmd->sgl)
+			return -ENOMEM;
+	}
 	sg_init_table(cmd->sgl, npages);
 	ret = vhost_iov_walk(iov, cnt, hdr_len, vhost_pin_segment, cmd);
 	cmd->nsg = cmd->npages;
@@ -497,8 +513,10 @@ static void vhost_scsi_cmd_free(struct vhost_scsi_cmd *cmd)
 	if (cmd->npages)
 		unpin_user_pages_dirty_lock(cmd->pages, cmd->npages,
 					    cmd->pin_write);
-	kvfree(cmd->pages);
-	kvfree(cmd->sgl);
+	if (cmd->pages != cmd->inline_pages)
+		kvfree(cmd->pages);
+	if (cmd->sgl != cmd->inline_sgl)
+		kvfree(cmd->sgl);
 	if (cmd->bounce)
 		__free_pages(cmd->bounce, get_order(cmd->data_len));
 	kfree(cmd);
