@@ -54,7 +54,9 @@ out=/tmp/fio-watchdog.log
 # The hog needs the thread to find work once: a thread that slept through
 # the run (its vCPU wanted by fio, steal time rising: completions by
 # interrupt) leaves it armed.  Up to three runs, each said (seen on the
-# sanitizer kernel in a CI run, 2026-12-06: the whole 4 MiB without it).
+# sanitizer kernel in a CI run, 2026-12-06: the whole 4 MiB without it;
+# tests/debug/watchdog.sh now fixes the thread's window, so that each
+# interrupt wakes it).
 for try in 1 2 3; do
 	timeout -k 10 600 "$FIO" --eta=never --output="$out" --name=wd --filename="$DISK" \
 		--size=4m --ioengine=libaio --direct=1 --rw=randwrite --bs=4k --iodepth=8 \
