@@ -376,6 +376,45 @@ irqoff_attempt "[   20.1] BUG: KASAN: use-after-free in virtscsi_poll_fn+0x91/0x
 $irqoff_report"
 expect_ours "a KASAN report of ours before it"
 
+# A CPU of L1 spinning on the 8250 UART's lock in its interrupt handler,
+# on top of L2's QEMU writing its console (a fresh-clone run, 2026-12-07,
+# the trixie pair): repeated.  With a frame of ours in the report: never.
+uart_report='[   93.577769] rcu: INFO: rcu_preempt self-detected stall on CPU
+[   93.577769] rcu: 	0-....: (1 GPs behind) idle=386c/1/0x4000000000000000 softirq=9591/9592 fqs=2610
+[   93.577769] CPU: 0 PID: 270 Comm: qemu-system-x86 Tainted: G           OE      6.1.0-57-amd64 #1  Debian 6.1.192-3
+[   93.581707] Call Trace:
+[   93.581707]  <IRQ>
+[   93.581707]  _raw_spin_lock_irqsave+0x39/0x50
+[   93.581707]  serial8250_handle_irq+0x2c/0x370
+[   93.581707]  serial8250_default_handle_irq+0x41/0x80
+[   93.581707]  serial8250_interrupt+0x5f/0x100
+[   93.581707]  __handle_irq_event_percpu+0x43/0x190
+[   93.581707]  </IRQ>
+[   93.581707]  <TASK>
+[   93.581707]  asm_common_interrupt+0x22/0x40
+[   93.581707]  uart_write+0x102/0x1e0
+[   93.581707]  n_tty_write+0x1aa/0x500
+[   93.581707]  do_writev+0x7e/0x160
+[   93.581707]  do_syscall_64+0x5d/0xb0
+[   93.581707]  ? kvm_vm_ioctl_irq_line+0x23/0x40 [kvm]
+[   93.581707]  entry_SYSCALL_64_after_hwframe+0x6e/0xd8
+[   93.581707]  </TASK>
+[  876.565756] watchdog: BUG: soft lockup - CPU#0 stuck for 45s! [qemu-system-x86:270]'
+uart_fails='FAIL: vm-timeout (QEMU killed after 900s, kernel 6.1.0-57)
+FAIL: vm-kernel-log (lockup, RCU-stall: watchdog: BUG: soft lockup - CPU#0 stuck for 45s! [qemu-system-x86:270])'
+attempt uart-lock-spin
+printf '%s\n%s\n' "$ok_lines" "$uart_fails" >"$d/log"
+printf 'booting\n%s\n' "$uart_report" >"$d/results/console.log"
+expect_repeat "a CPU of L1 spinning on the UART's lock, no frame of ours"
+attempt uart-lock-spin-own-frame
+printf '%s\n%s\n' "$ok_lines" "$uart_fails" >"$d/log"
+printf 'booting\n%s\n' "${uart_report/n_tty_write+0x1aa\/0x500/vhost_scsi_ioctl+0x1aa\/0x500 [vhost_scsi_sqcq]}" >"$d/results/console.log"
+expect_ours "the same spin with a frame of ours"
+attempt uart-lock-spin-other-fail
+printf '%s\n%s\nFAIL: e2e sqcq/sqcq qemu-trixie fio-verify-crc32c (bad=3)\n' "$ok_lines" "$uart_fails" >"$d/log"
+printf 'booting\n%s\n' "$uart_report" >"$d/results/console.log"
+expect_ours "the same spin beside a failed check"
+
 # bench/compare.sh's tables keep the rounds an L1 completed before the
 # emulator broke it, and leave out the round it broke: a made-up run of
 # two L1s, the first broken in round 2 (only classic's points of it, with
