@@ -415,6 +415,22 @@ printf '%s\n%s\nFAIL: e2e sqcq/sqcq qemu-trixie fio-verify-crc32c (bad=3)\n' "$o
 printf 'booting\n%s\n' "$uart_report" >"$d/results/console.log"
 expect_ours "the same spin beside a failed check"
 
+# run.sh judges under pipefail: a report of ours early in a long console
+# must still be seen (a grep -q at the end of a pipe quit at the match,
+# its writer died of SIGPIPE, and the report counted as none: repeated).
+attempt long-console-pipefail
+printf '%s\nFAIL: vm-boot (VM exited (QEMU status 0) without COMMAND'"'"'s status, kernel 6.1.0-57)\n' "$ok_lines" >"$d/log"
+{
+	echo booting
+	echo '[   20.1] BUG: KASAN: use-after-free in vhost_sqcq_poll_run+0x91/0x2f0 [vhost_scsi_sqcq]'
+	seq 1 200000 | sed 's/^/[   21.0] filler /'
+} >"$d/results/console.log"
+if why=$(set -o pipefail; e2e_emulator_fault "$d" && echo "$E2E_WHY"); then
+	fail "a report of ours early in a long console was repeated under pipefail: $why"
+else
+	pass "a report of ours early in a long console fails under pipefail"
+fi
+
 # bench/compare.sh's tables keep the rounds an L1 completed before the
 # emulator broke it, and leave out the round it broke: a made-up run of
 # two L1s, the first broken in round 2 (only classic's points of it, with

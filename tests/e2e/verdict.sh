@@ -98,12 +98,18 @@ lockup_id() {
 # thread's ioeventfd write passes through our wakeup, leaving such words).
 # A console of a quiet kernel has the report's first line only: the
 # frames are in dmesg (the attempt's log), see console_report.
+# frame_of_ours REPORT: a reliable frame of our modules in the report
+# ("? " frames left out).  grep reads to the end: under pipefail an early
+# exit would break the pipe and turn a match into "none".
+frame_of_ours() {
+	grep -vE '\] +\? ' <<<"$1" |
+		grep -E '\+0x[0-9a-f]+/0x[0-9a-f]+ \[(vhost|virtio)_scsi_sqcq\]' >/dev/null
+}
 # in_kvm_run_not_ours REPORT: the report's frames show KVM's run loop and
 # no reliable frame of our modules.
 in_kvm_run_not_ours() {
 	grep -qE '(kvm_arch_vcpu_ioctl_run|vcpu_enter_guest|svm_vcpu_run|vcpu_run)\+0x' <<<"$1" || return 1
-	! grep -vE '\] +\? ' <<<"$1" |
-		grep -qE '\+0x[0-9a-f]+/0x[0-9a-f]+ \[(vhost|virtio)_scsi_sqcq\]'
+	! frame_of_ours "$1"
 }
 vcpu_run_lockup() {
 	local rep
@@ -127,8 +133,7 @@ uart_lock_spin() {
 	rep=$(tail -n +"$n" "$1" | head -n 45 | tr -d '\r')
 	grep -qE 'serial8250_(handle_irq|interrupt)\+0x' <<<"$rep" || return 1
 	grep -qE '_raw_spin_lock(_irqsave)?\+0x' <<<"$rep" || return 1
-	grep -vE '\] +\? ' <<<"$rep" |
-		grep -E '\+0x[0-9a-f]+/0x[0-9a-f]+ \[(vhost|virtio)_scsi_sqcq\]' >/dev/null && return 1
+	! frame_of_ours "$rep" || return 1
 	echo "$n"
 }
 
@@ -194,7 +199,7 @@ irq_in_irqoff_lockdep() {
 	# Block #0 only: an interrupt entry with an irq-off function below it.
 	sed -n '/^-> #0 /,/^$/p' <<<"$chain" |
 		sed -nE '/asm_(sysvec_[a-z_]*|common_interrupt)\+0x/,$p' |
-		grep -qE "^ +($E2E_IRQOFF_FUNCS)\+0x"
+		grep -E "^ +($E2E_IRQOFF_FUNCS)\+0x" >/dev/null
 }
 
 # The hung-task lines of memory-management daemons, which take no part in
@@ -219,8 +224,8 @@ console_report() {
 		n=$(grep -anE -m 1 'traps: PANIC: double fault|ENTRY_TRAMPOLINE stack guard page' "$1" | cut -d: -f1)
 	elif vcpu_run_lockup "$1" >/dev/null; then
 		n=$(grep -anE -m 1 "$E2E_LOCKUP_RE" "$1" | cut -d: -f1)
-	elif uart_lock_spin "$1" >/dev/null; then
-		n=$(uart_lock_spin "$1")
+	elif n=$(uart_lock_spin "$1"); then
+		:
 	elif rcu_stall_in_guest "$1" >/dev/null; then
 		n=$(grep -anE -m 1 "$E2E_RCU_STALL_RE" "$1" | cut -d: -f1)
 	elif irq_in_irqoff_lockdep "$1"; then
@@ -231,7 +236,7 @@ console_report() {
 	fi
 	if [ -n "$n" ]; then head -n "$((n - 1))" "$1"; else cat "$1"; fi |
 		{ if [ "${3:-0}" = 1 ]; then grep -avE "$E2E_MM_HUNG|hung_task_timeout_secs"; else cat; fi } |
-		grep -aqE "$SQCQ_VM_LOG_BAD"
+		grep -aE "$SQCQ_VM_LOG_BAD" >/dev/null
 }
 
 e2e_emulator_fault() {
