@@ -365,7 +365,7 @@ ensure_chroot() {
 	# shellcheck disable=SC2016 # expanded in the chroot
 	mapfile -t missing < <(in_chroot "$r" sh -c 'for p; do
 		dpkg-query -W -f="\${db:Status-Status}\n" "$p" 2>/dev/null |
-			grep -qx installed || echo "$p"; done' sh "${pkgs[@]}")
+			grep -x installed >/dev/null || echo "$p"; done' sh "${pkgs[@]}")
 	if [ ${#missing[@]} -gt 0 ]; then
 		log "$suite: installing into the chroot: ${missing[*]}"
 		# sid's Release may be past its Valid-Until on a mirror snapshot.

@@ -69,7 +69,7 @@ install_deps() {
 	local missing=() p
 	for p in "${BUILD_PKGS[@]}"; do
 		dpkg-query -W -f='${db:Status-Status}\n' "$p" 2>/dev/null |
-			grep -qx installed || missing+=("$p")
+			grep -x installed >/dev/null || missing+=("$p")
 	done
 	[ ${#missing[@]} -gt 0 ] || return 0
 	log "installing ${missing[*]}"

@@ -116,7 +116,7 @@ sqcq_install() {
 		-o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold)
 	for p in "$@"; do
 		dpkg-query -W -f='${db:Status-Status}\n' "$p" 2>/dev/null |
-			grep -qx installed || missing+=("$p")
+			grep -x installed >/dev/null || missing+=("$p")
 	done
 	[ ${#missing[@]} -gt 0 ] || return 0
 	echo "installing ${missing[*]}" >&2

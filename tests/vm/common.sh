@@ -37,7 +37,7 @@ sqcq_vm_install_deps() {
 		command -v "$cmd" >/dev/null 2>&1 || missing+=("$pkg")
 	done
 	dpkg-query -W -f='${Status}\n' busybox-static 2>/dev/null |
-		grep -q 'install ok installed' || missing+=(busybox-static)
+		grep 'install ok installed' >/dev/null || missing+=(busybox-static)
 	[ ${#missing[@]} -eq 0 ] && return 0
 	sqcq_in_vm && sqcq_die "missing inside the VM: ${missing[*]}"
 	sqcq_install "${missing[@]}" 2>/dev/null ||
