@@ -9,7 +9,10 @@
 #                      names and a target saved by targetcli; reboot: the
 #                      boot-time restore lands in vhost_scsi_sqcq, I/O,
 #                      status, off; reboot: the restore lands in the in-tree
-#                      vhost_scsi, --now swaps and refusals
+#                      vhost_scsi, --now swaps and refusals; a libvirt
+#                      domain defined in boot 1 autostarts in boots 2 and 3
+#                      and does verified I/O, SQ/CQ on our module, classic
+#                      on the in-tree one
 #   hs_report          its PASS/FAIL/INFO lines, one per step, on stdout
 #   hs_removal_pre, hs_removal_post OUTPUT
 #                      around a package removal (apt purge, rpm -e): the
@@ -29,6 +32,7 @@ t_vm_host_switch() {
 		"$PKG_REPO"/tests/host/client.c "$PKG_REPO"/tests/host/client-lib.c \
 		"$PKG_REPO"/tests/host/phase-*.c || { bad "host client does not build"; return 1; }
 	truncate -s 256M "$hs_dir/state.img" && mkfs.ext4 -q -F "$hs_dir/state.img" || return 1
+	hs_l2_initrd || { bad "host switch: the libvirt guest's initramfs"; return 1; }
 	for b in 1 2 3; do
 		echo "[$(date +%T)] host switch: boot $b"
 		# shellcheck disable=SC2054 # commas belong to QEMU option values
@@ -43,6 +47,35 @@ t_vm_host_switch() {
 	done
 	grep -q '^FAIL: ' "$hs_dir"/boot*.out && rc=1
 	return $rc
+}
+
+# hs_l2_initrd: the initramfs of the libvirt domain's guest (boots 2 and 3
+# of vm-host-switch.sh), into the chroot's /var/lib/libvirt/images: the
+# rig's busybox initramfs of the VM kernel with scsi_mod and sd_mod, and a
+# second archive with the guest module as DKMS built it in the chroot and
+# the guest's init (tests/pkg/l2-autostart.sh, kernel parameter sqcq.init).
+# The guest boots the chroot's /boot/vmlinuz of the same kernel.
+hs_l2_initrd() {
+	local base x ko img=$work/var/lib/libvirt/images
+	# shellcheck disable=SC2154 # sw_kdir, sw_k: switch.sh
+	base=$(. "$PKG_REPO/tests/vm/common.sh" &&
+		SQCQ_VM_INITRD_EXTRA="scsi_mod sd_mod" sqcq_vm_initramfs "$sw_kdir") || return 1
+	ko=$(installed_ko "$sw_k" virtio_scsi_sqcq) || return 1
+	x=$hs_dir/l2-extra
+	mkdir -p "$x/lib/sqcq-modules" "$img" || return 1
+	# After the rig's modules (their names start with a number); plain,
+	# as busybox's insmod wants it.
+	case "$ko" in
+	*.xz) xz -dc "$work$ko" ;;
+	*.zst) zstd -qdc "$work$ko" ;;
+	*.gz) gzip -dc "$work$ko" ;;
+	*) cat "$work$ko" ;;
+	esac >"$x/lib/sqcq-modules/zz-virtio_scsi_sqcq.ko" || return 1
+	install -m 755 "$PKG_REPO/tests/pkg/l2-autostart.sh" "$x/l2-autostart.sh" || return 1
+	{
+		cat "$base" &&
+			(cd "$x" && find . -mindepth 1 | LC_ALL=C sort | cpio -o -H newc -R 0:0 --quiet)
+	} >"$img/sqcq-l2.initrd"
 }
 
 hs_report() {

@@ -22,10 +22,11 @@ PKG_CHROOT_BASE="$SQCQ_CACHE/chroots/pkg-bookworm"
 # package that conflicts with initramfs-tools) lets the same chroot build a
 # dracut image too; rpm installs the .rpm in a copy; targetcli-fb (with
 # python3-rtslib-fb and its boot-time restore service) and dbus are what a
-# host has for the host switch's test.  update-initramfs stays
+# host has for the host switch's test, with libvirt-daemon-system and
+# qemu-system-x86 for its libvirt domain.  update-initramfs stays
 # diverted to /bin/true in the base (the 6.12 image the headers pull in is
 # never booted); a test that wants it removes the diversion in its copy.
-PKG_CHROOT_EXTRA="initramfs-tools dracut-core zstd rpm targetcli-fb dbus"
+PKG_CHROOT_EXTRA="initramfs-tools dracut-core zstd rpm targetcli-fb dbus libvirt-daemon-system qemu-system-x86"
 export DEBIAN_FRONTEND=noninteractive
 
 pkg_log() { echo "pkg: $*" >&2; }

@@ -209,6 +209,9 @@ sw_root_image() {
 		[ -e "$st/bin/$a" ] || ln -s busybox "$st/bin/$a"
 	done
 	install -m 755 "$PKG_REPO/tests/pkg/boot-init.sh" "$st/sbin/init"
+	# An OS tree to systemd: a dracut image built where systemd is
+	# installed switches only into a root with an os-release file.
+	mkdir -p "$st/etc" && echo "ID=sqcq-test-root" >"$st/etc/os-release" || return 1
 	rm -f "$sw_dir/root.img"
 	truncate -s 32M "$sw_dir/root.img" &&
 		mkfs.ext4 -q -F -U "$sw_uuid" -d "$st" "$sw_dir/root.img" || return 1

@@ -21,14 +21,18 @@
 #           /dev/vhost-scsi, once there, is ours); with nothing loaded
 #           opening /dev/vhost-scsi loads nothing (no devname alias, either
 #           module); targetcli builds a target on fabric "vhost" and saves
-#           it (targetcli saveconfig)
+#           it (targetcli saveconfig); virsh defines a domain on its WWPN
+#           (<hostdev> with <source protocol='vhost'>) and marks it autostart
 #   boot 2  the boot-time restore (rtslib-fb-targetctl.service's ExecStart,
 #           run as systemd would: systemd is not PID 1 here) restores the
 #           target into vhost_scsi_sqcq; I/O on its TPG through
-#           /dev/vhost-scsi; modprobe vhost_scsi and tcm_vhost load nothing
+#           /dev/vhost-scsi; libvirtd, started after it, autostarts the
+#           domain, whose guest does verified I/O with SQ/CQ negotiated
+#           (tests/pkg/l2-autostart.sh); modprobe vhost_scsi and tcm_vhost load nothing
 #           else; `status` names the module and the VM of the TPG; `off
 #           --now` is refused while a VM holds the TPG (the switch goes off)
-#   boot 3  the same restore lands on the in-tree vhost_scsi, its TPG binds
+#   boot 3  the same restore lands on the in-tree vhost_scsi, the domain
+#           autostarts on it (verified I/O, classic), its TPG binds
 #           through the in-tree /dev/vhost-scsi; `on
 #           --now` refused while the TPG holds it; with the target cleared
 #           `on --now` and `off --now` swap the loaded module
@@ -168,6 +172,175 @@ io() {
 		[ $r = 0 ]
 }
 
+# ---- The libvirt domain --------------------------------------------------
+# Boot 1 defines a persistent domain with <hostdev ... protocol='vhost'
+# wwpn=$TW> and marks it autostart; libvirtd starts it by itself in boots 2
+# and 3, after the target's restore (the package's drop-in orders
+# libvirtd.service after rtslib-fb-targetctl.service: without it both start
+# in parallel at boot and the domain finds no /dev/vhost-scsi or no WWPN).
+# Its guest (tests/pkg/l2-autostart.sh, as its init) does verified I/O with
+# the package's guest driver and prints the mode: SQ/CQ on our module,
+# classic on the in-tree one.
+dom=sqcq-autostart
+con=/var/log/sqcq-l2-console.log
+dropins="/etc/systemd/system /run/systemd/system /lib/systemd/system /usr/lib/systemd/system"
+
+# after UNIT OTHER: UNIT's After= (its file and its drop-ins, where systemd
+# reads them) names OTHER.
+after() {
+	local d
+	for d in $dropins; do
+		cat "$d/$1" "$d/$1.d"/*.conf 2>/dev/null
+	done | sed -n 's/^After=//p' | tr ' ' '\n' | grep -qx "$2"
+}
+
+# libvirtd_up: libvirtd as its unit starts it (Type=notify; here daemonized,
+# systemd not being PID 1), with the configuration the rig needs (no
+# cgroups, machined, virtlogd, polkit or AppArmor without systemd).
+libvirtd_up() {
+	local t
+	modprobe -q kvm_amd 2>/dev/null || modprobe -q kvm_intel 2>/dev/null
+	mkdir -p /run/libvirt /var/log/libvirt/qemu
+	if ! grep -q '^# sqcq rig' /etc/libvirt/qemu.conf; then
+		cat >>/etc/libvirt/qemu.conf <<-EOF
+			# sqcq rig: systemd is not PID 1 in the test VM
+			user = "root"
+			group = "root"
+			dynamic_ownership = 0
+			remember_owner = 0
+			security_driver = "none"
+			namespaces = [ ]
+			cgroup_controllers = [ ]
+			seccomp_sandbox = 0
+			stdio_handler = "file"
+		EOF
+		cat >>/etc/libvirt/libvirtd.conf <<-EOF
+			# sqcq rig: no polkit without a system bus
+			auth_unix_rw = "none"
+			auth_unix_ro = "none"
+			log_outputs = "3:file:/var/log/libvirt/libvirtd.log"
+		EOF
+	fi
+	echo "INFO: pkg host-switch boot $phase: libvirtd started as libvirtd.service would (daemonized; qemu.conf without cgroups, namespaces, virtlogd, security driver: systemd is not PID 1 here)"
+	libvirtd -d || return 1
+	# The QEMU driver probes the binary at start: slow under TCG.
+	for ((t = 0; t < 120; t++)); do
+		virsh -q capabilities 2>/dev/null | grep -q "domain type='kvm'" && return 0
+		sleep 1
+	done
+	tail -n 20 /var/log/libvirt/libvirtd.log
+	return 1
+}
+libvirtd_down() {
+	local t
+	pkill -TERM -x libvirtd 2>/dev/null
+	for ((t = 0; t < 40; t++)); do
+		pgrep -x libvirtd >/dev/null || return 0
+		sleep 0.5
+	done
+	pkill -KILL -x libvirtd 2>/dev/null
+}
+
+# l2_line: the guest's result line, once there.
+l2_line() { l2=$(tr -d '\r' <$con 2>/dev/null | grep -a -m1 '^autostart-l2: verify='); [ -n "$l2" ]; }
+wait_for() {	# wait_for SECONDS CMD...
+	local t=$1
+	shift
+	for ((; t > 0; t--)); do
+		"$@" && return 0
+		sleep 1
+	done
+	"$@"
+}
+
+define_domain() {
+	local x=/tmp/$dom.xml k
+	k=/boot/vmlinuz-$(uname -r)
+	check "boot 1: libvirtd.service enabled (multi-user.target.wants)" \
+		[ -L /etc/systemd/system/multi-user.target.wants/libvirtd.service ]
+	libvirtd_up || { fail "boot 1: libvirtd up"; return; }
+	cat >$x <<-EOF
+		<domain type='kvm'>
+		  <name>$dom</name>
+		  <memory unit='MiB'>256</memory>
+		  <vcpu>1</vcpu>
+		  <os>
+		    <type arch='x86_64' machine='pc'>hvm</type>
+		    <kernel>$k</kernel>
+		    <initrd>/var/lib/libvirt/images/sqcq-l2.initrd</initrd>
+		    <cmdline>console=ttyS0 panic=-1 mitigations=off cryptomgr.notests=1 tsc=unstable no_timer_check rdinit=/init acpi=off pci=noearly scsi_mod.scan=manual sqcq.init=/l2-autostart.sh</cmdline>
+		  </os>
+		  <cpu mode='host-passthrough'/>
+		  <on_poweroff>destroy</on_poweroff>
+		  <on_reboot>destroy</on_reboot>
+		  <on_crash>destroy</on_crash>
+		  <devices>
+		    <emulator>/usr/bin/qemu-system-x86_64</emulator>
+		    <controller type='usb' model='none'/>
+		    <memballoon model='none'/>
+		    <serial type='file'>
+		      <source path='$con'/>
+		      <target port='0'/>
+		    </serial>
+		    <hostdev mode='subsystem' type='scsi_host'>
+		      <source protocol='vhost' wwpn='$TW'/>
+		    </hostdev>
+		  </devices>
+		</domain>
+	EOF
+	check "boot 1: virsh define $dom (a <hostdev> with <source protocol='vhost' wwpn='$TW'/>)" \
+		virsh -q define $x
+	check "boot 1: virsh autostart $dom" virsh -q autostart $dom
+	saved() { [ -e /etc/libvirt/qemu/$dom.xml ] && [ -L /etc/libvirt/qemu/autostart/$dom.xml ]; }
+	check "boot 1: $dom is persistent and marked autostart (/etc/libvirt/qemu)" saved
+	check "boot 1: $dom is not running" [ "$(virsh -q domstate $dom 2>/dev/null)" = "shut off" ]
+	libvirtd_down
+}
+
+# autostart_domain MODULE MODE: boots 2 and 3.  libvirtd starts after the
+# restore (its drop-in); it starts $dom by itself, whose guest does verified
+# I/O in MODE (sqcq or classic) on the TPG that MODULE serves.
+autostart_domain() {
+	local m=$1 mode=$2 b="boot $phase" pid s
+	check "$b: libvirtd.service starts after rtslib-fb-targetctl.service (the package's drop-in)" \
+		after libvirtd.service rtslib-fb-targetctl.service
+	rm -f $con
+	libvirtd_up || { fail "$b: libvirtd up"; return; }
+	running() { [ "$(virsh -q domstate $dom 2>/dev/null)" = running ]; }
+	if ! wait_for 60 running; then
+		fail "$b: libvirtd autostarted $dom (state: $(virsh -q domstate $dom 2>&1))"
+		tail -n 20 /var/log/libvirt/qemu/$dom.log /var/log/libvirt/libvirtd.log 2>/dev/null | sed 's/^/  /'
+		libvirtd_down
+		return
+	fi
+	pid=$(cat /run/libvirt/qemu/$dom.pid 2>/dev/null)
+	pass "$b: libvirtd autostarted $dom (QEMU pid $pid)"
+	# The guest's line comes after its I/O; it waits there for the
+	# destroy, its device still bound.
+	wait_for 240 l2_line
+	sed 's/^/  l2| /' $con 2>/dev/null | tr -d '\r' | grep -a -E 'autostart-l2|virtio|sqcq|scsi' | tail -n 12
+	check "$b: the domain's guest: verified I/O, mode $mode (${l2:-no result line})" \
+		grep -q "verify=ok mode=$mode " <<<"${l2:-}"
+	sw status
+	if [ "$m" = $ours ]; then
+		check "$b: status names the VM of the TPG ($m, pid $pid, $dom)" \
+			grep -q "^tpg vhost/$TW/tpgt_1: $m, VM: pid $pid ($dom)" <<<"$out"
+		s=$(cat $cfs/vhost/$TW/tpgt_1/sqcq_status 2>/dev/null)
+		printf '%s\n' "$s" | sed 's/^/  sqcq_status| /'
+		s_ok() { grep -qx "mode: sqcq" <<<"$s" && grep -qx "owner_pid: $pid" <<<"$s"; }
+		check "$b: the TPG's sqcq_status: mode sqcq, owner_pid $pid" s_ok
+	else
+		# The in-tree module does not say which device holds a TPG.
+		check "$b: status names the VM that opened /dev/vhost-scsi ($m, pid $pid, $dom)" \
+			grep -q "^tpg vhost/$TW/tpgt_1: $m, .*/dev/vhost-scsi open by $pid ($dom)" <<<"$out"
+	fi
+	virsh -q destroy $dom >/dev/null 2>&1
+	gone() { [ "$(virsh -q domstate $dom 2>/dev/null)" = "shut off" ]; }
+	check "$b: virsh destroy $dom" wait_for 30 gone
+	libvirtd_down
+	[ "$fails" = 0 ] || tail -n 20 /var/log/libvirt/qemu/$dom.log 2>/dev/null | sed 's/^/  qemu-log| /'
+}
+
 mountpoint -q /sys/kernel/debug || mount -t debugfs none /sys/kernel/debug
 mkdir -p "${phasef%/*}"
 phase=$(cat $phasef 2>/dev/null || echo 1)
@@ -242,6 +415,7 @@ EOF
 	[ "$fails" = 0 ] || tail -n 20 /tmp/targetcli.log
 	check "boot 1: rtslib-fb-targetctl.service enabled (multi-user.target.wants)" \
 		[ -L /etc/systemd/system/multi-user.target.wants/rtslib-fb-targetctl.service ]
+	define_domain
 	echo 2 >$phasef
 	;;
 2)
@@ -256,6 +430,7 @@ EOF
 			grep -qx "tpg vhost/$TW/tpgt_1: $ours, no VM" <<<"$out"
 	}
 	check "boot 2: status: on, fabric vhost and the TPG on $ours, no VM (exit 0)" st_on
+	autostart_domain $ours sqcq
 	io "boot 2"
 	modprobe $intree && modprobe tcm_vhost
 	check "boot 2: modprobe $intree and tcm_vhost succeed and load nothing else" serves_ours
@@ -302,6 +477,7 @@ EOF
 			grep -qx "tpg vhost/$TW/tpgt_1: $intree, no VM" <<<"$out"
 	}
 	check "boot 3: status: off, fabric vhost and the TPG on $intree (exit 0)" st_off
+	autostart_domain $intree classic
 	# QEMU's binding of the TPG through the in-tree node (the client's
 	# SCSI I/O itself is written against vhost_scsi_sqcq and is not run
 	# here).
