@@ -633,6 +633,45 @@ fi
 
 [ -w $AFF ] && echo -1 >$AFF
 
+section 4h
+# 4h. Quiet after the stop: QEMU stops the device when the guest resets it
+# (a driver unbound, rmmod, a reboot) or the VM stops: CLEAR_ENDPOINT, then
+# GET_VRING_BASE on every queue.  From then on the guest reuses the memory
+# of its rings and doorbell area; a write by the host after that corrupts
+# whatever the guest put there.  The client stops the device with 32
+# requests in flight and checks that none of its memory changes for 300 ms,
+# nor, filled with a pattern, for 300 ms more (vhost-io -Z): in classic
+# mode and in SQ/CQ mode with each kind of poller: none (serve only), the
+# device's own, spinning on CPU 1, and the shared one of CPU 1, the device
+# parked on it.  First the control: without the stop, a read kicked once
+# the copy to compare with is taken must show (vhost-io -z).
+o=$(timeout 60 "$CLIENT" /dev/vhost-scsi-sqcq $W -q 1 -d 8 -m read -t 1 -z 300 2>&1)
+r=$?
+ctl_ok() { [ "$r" = 0 ] && grep -q '^quiet-control: the host' <<<"$o"; }
+check "quiet after the stop, the control: no stop, a read kicked after the copy is seen (rc $r; $(grep '^quiet-control' <<<"$o"))" \
+	ctl_ok
+quiet() {	# quiet NAME MODE CLIENT-ARGS...: MODE as debugfs shows it
+	local name=$1 mode=$2 o r
+	shift 2
+	o=$(timeout 60 "$CLIENT" /dev/vhost-scsi-sqcq $W -q 4 -d 8 -m read -t 1 -Z 300 -D "$@" 2>&1)
+	r=$?
+	q_ok() { [ "$r" = 0 ] && [ "$(dbg_val mode "$o")" = "$mode" ] && grep -q '^quiet-after-stop: ok' <<<"$o"; }
+	check "quiet after the stop, $name: no byte of guest memory written after CLEAR_ENDPOINT and GET_VRING_BASE (rc $r, mode $(dbg_val mode "$o"); $(grep '^quiet-after-stop' <<<"$o"))" \
+		q_ok
+}
+quiet classic classic
+quiet "SQ/CQ, serve only" sqcq -s
+if [ "$(nproc)" -ge 2 ]; then
+	echo 1 >$P/poll_cpu
+	echo 200000 >$P/poll_idle_us
+	quiet "SQ/CQ, own poller on CPU 1" sqcq -s -i 200000
+	echo 1 >$P/poll_shared
+	quiet "SQ/CQ, shared poller on CPU 1" sqcq -s -i 200000
+	echo 0 >$P/poll_shared
+	echo >$P/poll_cpu
+	echo 20000 >$P/poll_idle_us
+fi
+
 section 4e
 # 4e. Shared pollers (poll_shared=1, the default): with poll_cpu=1, four
 # devices under load cost one spinning thread, the shared poller

@@ -9,6 +9,7 @@
  *   vhost-io NODE WWPN [-q QUEUES] [-d DEPTH] [-t SECONDS | -n IOS]
  *            [-m read|write|verify] [-T TARGET] [-L LUN] [-s] [-i IDLE_US]
  *            [-p PAUSE_MS] [-g GAP_MS] [-W] [-O] [-D] [-C] [-1] [-M MS]
+ *            [-Z MS | -z MS]
  *
  * DEPTH requests (1..85) stay in flight on each of QUEUES request queues
  * (1..16); each is a READ(10)/WRITE(10) of 4 KiB, three descriptors
@@ -39,6 +40,10 @@
  * what the host allocated for the requests in flight shows as the
  * difference (tests/host/memcg-inside.sh).  -C runs the SQ/CQ setup
  * checks (good and malformed requests; PASS:/FAIL: lines) instead of I/O.
+ * -Z MS ends the run with requests in flight and stops the device as QEMU
+ * does when the guest resets it or the VM stops (quiet_after_stop()); -z MS
+ * is its control, in classic mode: no stop, one more request kicked after
+ * the comparison's start, whose completion must show.
  * SIGUSR1 ends the run as its time limit would (a test that needs the load
  * only until its checks are done).
  *
@@ -928,6 +933,104 @@ static long long memcg_slab(void)
 }
 
 /* SIGUSR1: end the run as at its time limit (drain, check, print). */
+/* The part of our memory at byte @off, for a report. */
+static const char *region_of(size_t off)
+{
+	if (off >= (size_t)(MAXQ + 2) * RING_BYTES)
+		return "request data";
+	if (off >= (size_t)(MAXQ + 1) * RING_BYTES)
+		return "SQ/CQ area";
+	return off >= (size_t)MAXQ * RING_BYTES ? "control queue" :
+						 "request queue rings";
+}
+
+/* Offset of the first byte of our memory that differs from @ref, or -1. */
+static long first_change(const uint8_t *ref)
+{
+	size_t i;
+
+	for (i = 0; i < mem_size; i++)
+		if (__atomic_load_n(&mem[i], __ATOMIC_RELAXED) != ref[i])
+			return (long)i;
+	return -1;
+}
+
+/*
+ * -Z (@stop): with requests still in flight and the host's pollers running,
+ * stop the device as QEMU does when the guest resets it or the VM stops:
+ * VHOST_SCSI_CLEAR_ENDPOINT, then VHOST_GET_VRING_BASE on every queue.
+ * Once those returned the guest owns its memory again (it frees the rings
+ * and the doorbell area after a reset): the host may not write one more
+ * byte of it.  Our memory must stay as it was for @ms, and then, filled
+ * with a pattern, for @ms more.  Returns 0 when it did.
+ *
+ * -z (!@stop), the control, classic mode, nothing in flight: a read
+ * published without a kick, the kick once the copy to compare with is
+ * taken.  The host's completion must show; returns 0 when it did.
+ */
+static int quiet_after_stop(int fd, const char *wwpn, unsigned int nq,
+			    unsigned int ms, int stop)
+{
+	struct vhost_scsi_target t = { 0 };
+	struct vhost_vring_state st;
+	unsigned int i, pass;
+	uint64_t one = 1;
+	uint8_t *ref;
+	long off;
+
+	snprintf(t.vhost_wwpn, sizeof(t.vhost_wwpn), "%s", wwpn);
+	if (stop && ioctl(fd, VHOST_SCSI_CLEAR_ENDPOINT, &t))
+		die("VHOST_SCSI_CLEAR_ENDPOINT");
+	for (i = 0; stop && i <= nq; i++) {
+		st.index = i ? 1 + i : 0;
+		st.num = 0;
+		if (ioctl(fd, VHOST_GET_VRING_BASE, &st))
+			die("VHOST_GET_VRING_BASE");
+	}
+	ref = malloc(mem_size);
+	if (!ref)
+		die("malloc");
+	if (!stop) {
+		/* The worker idle first: the read goes only when kicked. */
+		usleep(100000);
+		slot_post(&qs[0], 0, 0);
+		__atomic_store_n(&qs[0].avail->idx, qs[0].avail_idx,
+				 __ATOMIC_RELEASE);
+		usleep(50000);
+		memcpy(ref, mem, mem_size);
+		if (write(qs[0].kick, &one, sizeof(one)) != sizeof(one))
+			die("kick");
+		usleep(ms * 1000);
+		off = first_change(ref);
+		if (off >= 0)
+			printf("quiet-control: the host's completion seen at byte %ld (%s)\n",
+			       off, region_of(off));
+		else
+			printf("quiet-control: FAIL: no write seen in %u ms after the kick\n",
+			       ms);
+		free(ref);
+		return off < 0;
+	}
+	for (pass = 0; pass < 2; pass++) {
+		if (pass)
+			memset(mem, 0x5a, mem_size);
+		memcpy(ref, mem, mem_size);
+		usleep(ms * 1000);
+		off = first_change(ref);
+		if (off >= 0)
+			break;
+	}
+	if (off >= 0)
+		printf("quiet-after-stop: FAIL: the host wrote byte %ld (%s: 0x%02x -> 0x%02x) %s the stop\n",
+		       off, region_of(off), ref[off], mem[off],
+		       pass ? "more than" : "within");
+	else
+		printf("quiet-after-stop: ok (%zu bytes unchanged for 2 x %u ms after the stop)\n",
+		       mem_size, ms);
+	free(ref);
+	return off >= 0;
+}
+
 static volatile sig_atomic_t stop_now;
 
 static void on_sigusr1(int sig)
@@ -938,7 +1041,7 @@ static void on_sigusr1(int sig)
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: vhost-io NODE WWPN [-q QUEUES] [-d DEPTH] [-t SECONDS | -n IOS] [-m read|write|verify] [-T TARGET] [-L LUN] [-s] [-i IDLE_US] [-p PAUSE_MS] [-g GAP_MS] [-W] [-O] [-D] [-C] [-1] [-M MS]\n");
+	fprintf(stderr, "usage: vhost-io NODE WWPN [-q QUEUES] [-d DEPTH] [-t SECONDS | -n IOS] [-m read|write|verify] [-T TARGET] [-L LUN] [-s] [-i IDLE_US] [-p PAUSE_MS] [-g GAP_MS] [-W] [-O] [-D] [-C] [-1] [-M MS] [-Z MS | -z MS]\n");
 	exit(2);
 }
 
@@ -957,9 +1060,11 @@ int main(int argc, char **argv)
 	unsigned int cycles = 0;
 	struct pollfd pfd[MAXQ];
 	double memcg_wait_ms = 0;	/* -M */
+	unsigned int quiet_ms = 0;	/* -Z, -z */
+	int quiet_stop = 1;		/* -z: 0 */
 	long long slab0 = 0;
 
-	while ((c = getopt(argc, argv, "q:d:t:n:m:T:L:si:p:g:WODCR:1M:")) != -1) {
+	while ((c = getopt(argc, argv, "q:d:t:n:m:T:L:si:p:g:WODCR:1M:Z:z:")) != -1) {
 		switch (c) {
 		case 'q': nq = atoi(optarg); break;
 		case 'd': depth = atoi(optarg); break;
@@ -982,6 +1087,11 @@ int main(int argc, char **argv)
 		case 'R': cycles = strtoul(optarg, NULL, 0); break;
 		case '1': one_by_one = 1; break;
 		case 'M': memcg_wait_ms = atof(optarg); break;
+		case 'Z': quiet_ms = strtoul(optarg, NULL, 0); break;
+		case 'z':
+			quiet_ms = strtoul(optarg, NULL, 0);
+			quiet_stop = 0;
+			break;
 		default: usage();
 		}
 	}
@@ -1151,17 +1261,26 @@ int main(int argc, char **argv)
 
 			for (i = 0; i < nq; i++)
 				left += qs[i].inflight;
-			if (!left || now() > t1 + 10)
+			/* -Z stops the device under them. */
+			if (!left || (quiet_ms && quiet_stop) ||
+			    now() > t1 + 10)
 				break;
 		}
 	}
 	t1 = now();
 	if (dump)
 		dump_debugfs();
-	memset(&t, 0, sizeof(t));
-	snprintf(t.vhost_wwpn, sizeof(t.vhost_wwpn), "%s", argv[optind + 1]);
-	if (ioctl(fd, VHOST_SCSI_CLEAR_ENDPOINT, &t))
-		die("VHOST_SCSI_CLEAR_ENDPOINT");
+	if (quiet_ms) {
+		if (quiet_after_stop(fd, argv[optind + 1], nq, quiet_ms,
+				     quiet_stop))
+			errors++;
+	} else {
+		memset(&t, 0, sizeof(t));
+		snprintf(t.vhost_wwpn, sizeof(t.vhost_wwpn), "%s",
+			 argv[optind + 1]);
+		if (ioctl(fd, VHOST_SCSI_CLEAR_ENDPOINT, &t))
+			die("VHOST_SCSI_CLEAR_ENDPOINT");
+	}
 	printf("ios=%llu seconds=%.2f iops=%.0f kicks=%llu calls=%llu errors=%llu mode=%s sleeps=%llu\n",
 	       ios, t1 - t0, ios / (t1 - t0), kicks, calls, errors,
 	       use_sqcq ? "sqcq" : "classic", sleeps);
