@@ -57,6 +57,8 @@ PREFIX="e2e $LABEL"
 . "$ROOT/tests/vm/common.sh"	# SQCQ_VM_LOG_BAD: the rig's kernel-report patterns
 # shellcheck source=tests/lib/worker.sh
 . "$ROOT/tests/lib/worker.sh"
+# shellcheck source=tests/lib/libvirt.sh
+. "$ROOT/tests/lib/libvirt.sh"
 log() { echo "e2e-l1: [${SECONDS}s] $*" >&2; }
 # The guest driver L2 loads: the build for its kernel, or E2E_GUEST_KO (a
 # test build, tests/e2e/selftest-lockup.sh).
@@ -314,7 +316,7 @@ done
 # vhost-scsi-pci device into a <hostdev> with <source protocol='vhost'
 # wwpn=.../>: libvirt opens /dev/vhost-scsi itself (takeover=1 here).
 libvirt_up() {
-	local d t
+	local d
 	command -v libvirtd >/dev/null && command -v virsh >/dev/null || return 1
 	# libvirt learns at start whether KVM is there.
 	modprobe -q kvm_amd 2>/dev/null || modprobe -q kvm_intel 2>/dev/null
@@ -334,46 +336,14 @@ libvirt_up() {
 			mount --bind /tmp/passwd-libvirt /etc/passwd &&
 			mount --bind /tmp/group-libvirt /etc/group || return 1
 	fi
-	cat >/etc/libvirt/qemu.conf <<-EOF
-		user = "root"
-		group = "root"
-		swtpm_user = "root"
-		swtpm_group = "root"
-		dynamic_ownership = 0
-		remember_owner = 0
-		security_driver = "none"
-		namespaces = [ ]
-		cgroup_controllers = [ ]
-		seccomp_sandbox = 0
-		stdio_handler = "file"
-	EOF
-	# No polkit or dbus here: root on the socket needs no authentication.
-	cat >/etc/libvirt/libvirtd.conf <<-EOF
-		auth_unix_rw = "none"
-		auth_unix_ro = "none"
-		log_outputs = "3:file:/var/log/libvirt/libvirtd.log"
-	EOF
-	libvirtd -d || return 1
-	# The QEMU driver probes the binary at start: slow under TCG.
-	for ((t = 0; t < 120; t++)); do
-		virsh -q uri >/dev/null 2>&1 && virsh -q capabilities 2>/dev/null | grep -q "domain type='kvm'" &&
-			return 0
-		sleep 1
-	done
-	return 1
-}
-libvirt_down() {
-	local t
-	pkill -TERM -x libvirtd 2>/dev/null
-	for ((t = 0; t < 20; t++)); do pgrep -x libvirtd >/dev/null || return 0; sleep 0.5; done
-	pkill -KILL -x libvirtd 2>/dev/null
+	sqcq_libvirt_conf && sqcq_libvirtd_start
 }
 l2_via=()
 if [ "$VIA" = libvirt ]; then
 	if ! libvirt_up; then
 		fail "libvirt: libvirtd up with a KVM domain type (libvirtd --version: $(libvirtd --version 2>&1))"
 		tail -n 20 /var/log/libvirt/libvirtd.log >&2 2>/dev/null
-		libvirt_down
+		sqcq_libvirtd_stop
 		for w in "${targets[@]}"; do sqcq_target_teardown "$FABRIC" "$w" 2>/dev/null; done
 		finish
 	fi
@@ -603,7 +573,7 @@ fi
 . "$ROOT/tests/e2e/l1-migrate.sh"
 
 # ---- 4. teardown, unload -----------------------------------------------------
-[ "$VIA" != libvirt ] || libvirt_down
+[ "$VIA" != libvirt ] || sqcq_libvirtd_stop
 tear_ok=1
 for w in "${targets[@]}"; do
 	err=$(sqcq_target_teardown "$FABRIC" "$w" 2>&1) || { tear_ok=0; fail "target-teardown ($err)"; }

@@ -64,7 +64,8 @@ if [ "${1:-}" != --inside ]; then
 	mount -t tmpfs tmpfs "$sys/run" && mount -t tmpfs tmpfs "$sys/tmp" &&
 		mount --bind "/lib/modules/$k/kernel" "$sys/lib/modules/$k/kernel" ||
 		{ echo "FAIL: pkg host-switch mounts in $sys"; exit 1; }
-	cp "$0" "$sys/tmp/vm-host-switch.sh" && cp "$client" "$sys/tmp/host-client" || exit 1
+	cp "$0" "$sys/tmp/vm-host-switch.sh" && cp "$client" "$sys/tmp/host-client" &&
+		cp "$(dirname "$0")/../lib/libvirt.sh" "$sys/tmp/libvirt.sh" || exit 1
 	# A module the kernel asks for (request_module) comes from the
 	# system's modprobe and its modprobe.d, as on an installed host.
 	printf '#!/bin/sh\nexec chroot %s /sbin/modprobe "$@"\n' "$sys" >/run/hs-modprobe
@@ -80,6 +81,8 @@ if [ "${1:-}" != --inside ]; then
 	exit $rc
 fi
 
+# shellcheck source=tests/lib/libvirt.sh
+. /tmp/libvirt.sh
 ours=vhost_scsi_sqcq
 intree=vhost_scsi
 conf=/etc/modprobe.d/virtio-sqcq-host.conf
@@ -195,50 +198,16 @@ after() {
 }
 
 # libvirtd_up: libvirtd as its unit starts it (Type=notify; here daemonized,
-# systemd not being PID 1), with the configuration the rig needs (no
-# cgroups, machined, virtlogd, polkit or AppArmor without systemd).
+# systemd not being PID 1), configured as tests/lib/libvirt.sh says a VM
+# without systemd needs it.
 libvirtd_up() {
-	local t
 	modprobe -q kvm_amd 2>/dev/null || modprobe -q kvm_intel 2>/dev/null
 	mkdir -p /run/libvirt /var/log/libvirt/qemu
-	if ! grep -q '^# sqcq rig' /etc/libvirt/qemu.conf; then
-		cat >>/etc/libvirt/qemu.conf <<-EOF
-			# sqcq rig: systemd is not PID 1 in the test VM
-			user = "root"
-			group = "root"
-			dynamic_ownership = 0
-			remember_owner = 0
-			security_driver = "none"
-			namespaces = [ ]
-			cgroup_controllers = [ ]
-			seccomp_sandbox = 0
-			stdio_handler = "file"
-		EOF
-		cat >>/etc/libvirt/libvirtd.conf <<-EOF
-			# sqcq rig: no polkit without a system bus
-			auth_unix_rw = "none"
-			auth_unix_ro = "none"
-			log_outputs = "3:file:/var/log/libvirt/libvirtd.log"
-		EOF
-	fi
+	sqcq_libvirt_conf || return 1
 	echo "INFO: pkg host-switch boot $phase: libvirtd started as libvirtd.service would (daemonized; qemu.conf without cgroups, namespaces, virtlogd, security driver: systemd is not PID 1 here)"
-	libvirtd -d || return 1
-	# The QEMU driver probes the binary at start: slow under TCG.
-	for ((t = 0; t < 120; t++)); do
-		virsh -q capabilities 2>/dev/null | grep -q "domain type='kvm'" && return 0
-		sleep 1
-	done
+	sqcq_libvirtd_start && return 0
 	tail -n 20 /var/log/libvirt/libvirtd.log
 	return 1
-}
-libvirtd_down() {
-	local t
-	pkill -TERM -x libvirtd 2>/dev/null
-	for ((t = 0; t < 40; t++)); do
-		pgrep -x libvirtd >/dev/null || return 0
-		sleep 0.5
-	done
-	pkill -KILL -x libvirtd 2>/dev/null
 }
 
 # l2_line: the guest's result line, once there.
@@ -294,7 +263,7 @@ define_domain() {
 	saved() { [ -e /etc/libvirt/qemu/$dom.xml ] && [ -L /etc/libvirt/qemu/autostart/$dom.xml ]; }
 	check "boot 1: $dom is persistent and marked autostart (/etc/libvirt/qemu)" saved
 	check "boot 1: $dom is not running" [ "$(virsh -q domstate $dom 2>/dev/null)" = "shut off" ]
-	libvirtd_down
+	sqcq_libvirtd_stop
 }
 
 # autostart_domain MODULE MODE: boots 2 and 3.  libvirtd starts after the
@@ -310,7 +279,7 @@ autostart_domain() {
 	if ! wait_for 60 running; then
 		fail "$b: libvirtd autostarted $dom (state: $(virsh -q domstate $dom 2>&1))"
 		tail -n 20 /var/log/libvirt/qemu/$dom.log /var/log/libvirt/libvirtd.log 2>/dev/null | sed 's/^/  /'
-		libvirtd_down
+		sqcq_libvirtd_stop
 		return
 	fi
 	pid=$(cat /run/libvirt/qemu/$dom.pid 2>/dev/null)
@@ -337,7 +306,7 @@ autostart_domain() {
 	virsh -q destroy $dom >/dev/null 2>&1
 	gone() { [ "$(virsh -q domstate $dom 2>/dev/null)" = "shut off" ]; }
 	check "$b: virsh destroy $dom" wait_for 30 gone
-	libvirtd_down
+	sqcq_libvirtd_stop
 	[ "$fails" = 0 ] || tail -n 20 /var/log/libvirt/qemu/$dom.log 2>/dev/null | sed 's/^/  qemu-log| /'
 }
 
