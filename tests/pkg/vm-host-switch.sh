@@ -65,7 +65,8 @@ if [ "${1:-}" != --inside ]; then
 		mount --bind "/lib/modules/$k/kernel" "$sys/lib/modules/$k/kernel" ||
 		{ echo "FAIL: pkg host-switch mounts in $sys"; exit 1; }
 	cp "$0" "$sys/tmp/vm-host-switch.sh" && cp "$client" "$sys/tmp/host-client" &&
-		cp "$(dirname "$0")/../lib/libvirt.sh" "$sys/tmp/libvirt.sh" || exit 1
+		cp "$(dirname "$0")/../lib/libvirt.sh" "$sys/tmp/libvirt.sh" &&
+		cp "$(dirname "$0")/../lib/kvm.sh" "$sys/tmp/kvm.sh" || exit 1
 	# A module the kernel asks for (request_module) comes from the
 	# system's modprobe and its modprobe.d, as on an installed host.
 	printf '#!/bin/sh\nexec chroot %s /sbin/modprobe "$@"\n' "$sys" >/run/hs-modprobe
@@ -74,6 +75,9 @@ if [ "${1:-}" != --inside ]; then
 	chroot "$sys" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 \
 		SQCQ_HOST_SWITCH_BREAK="${SQCQ_HOST_SWITCH_BREAK:-0}" /bin/bash /tmp/vm-host-switch.sh --inside "$boot"
 	rc=$?
+	# The VM that kept KVM's static key still (tests/lib/kvm.sh) lives in
+	# the chroot: it goes before the unmount.
+	pkill -x sqcq-kvm-hold && sleep 1
 	echo /sbin/modprobe >/proc/sys/kernel/modprobe
 	sync
 	umount -R "$sys" 2>/dev/null || umount -R -l "$sys"
@@ -83,6 +87,8 @@ fi
 
 # shellcheck source=tests/lib/libvirt.sh
 . /tmp/libvirt.sh
+# shellcheck source=tests/lib/kvm.sh
+. /tmp/kvm.sh
 ours=vhost_scsi_sqcq
 intree=vhost_scsi
 conf=/etc/modprobe.d/virtio-sqcq-host.conf
@@ -201,7 +207,7 @@ after() {
 # systemd not being PID 1), configured as tests/lib/libvirt.sh says a VM
 # without systemd needs it.
 libvirtd_up() {
-	modprobe -q kvm_amd 2>/dev/null || modprobe -q kvm_intel 2>/dev/null
+	sqcq_kvm_load >/dev/null
 	mkdir -p /run/libvirt /var/log/libvirt/qemu
 	sqcq_libvirt_conf || return 1
 	echo "INFO: pkg host-switch boot $phase: libvirtd started as libvirtd.service would (daemonized; qemu.conf without cgroups, namespaces, virtlogd, security driver: systemd is not PID 1 here)"

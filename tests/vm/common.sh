@@ -12,6 +12,8 @@ _sqcq_vm_here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 SQCQ_REPO=$(cd "$_sqcq_vm_here/../.." && pwd)
 # shellcheck source=tests/lib/kernels.sh
 . "$SQCQ_REPO/tests/lib/kernels.sh"
+# shellcheck source=tests/lib/kvm.sh
+. "$SQCQ_REPO/tests/lib/kvm.sh"
 
 sqcq_die() {
 	echo "${0##*/}: $*" >&2
@@ -55,13 +57,9 @@ sqcq_vm_install_deps() {
 : "${SQCQ_VM_QEMU:=qemu-system-x86_64}"
 
 # sqcq_vm_kvm_ready: /dev/kvm is usable, after loading the KVM module for this
-# CPU if needed (inside a test VM: L1's CPU model has SVM with NPT).
-sqcq_vm_kvm_ready() {
-	if ! [ -c /dev/kvm ]; then
-		modprobe -q kvm_amd 2>/dev/null || modprobe -q kvm_intel 2>/dev/null
-	fi
-	[ -c /dev/kvm ] && [ -r /dev/kvm ] && [ -w /dev/kvm ]
-}
+# CPU if needed (inside a test VM: L1's CPU model has SVM with NPT), with the
+# VM that keeps the scheduler's text still (tests/lib/kvm.sh).
+sqcq_vm_kvm_ready() { sqcq_kvm_load >/dev/null; }
 
 # The cache directory of a kernel ABI.
 sqcq_vm_kdir() { echo "$SQCQ_CACHE/kimage/$1"; }
