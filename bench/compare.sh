@@ -1,6 +1,6 @@
 #!/bin/bash
 # bench/compare.sh [--kernel ID] [--runtime S] [--rounds N] [--short] [--recipe]
-#                  [--log FILE]
+#                  [--points LIST] [--log FILE]
 #
 # Classic vs SQ/CQ side by side, in one run, through unmodified QEMU: the
 # test VM (L1, tests/e2e/run.sh) loads vhost_scsi_sqcq and builds an LIO
@@ -20,7 +20,9 @@
 # SQ/CQ run that fell back to classic, or a classic one that used the
 # doorbells) is left out of every median and marked "(fell back)".
 #
-# --short: the demo's form (fewer points, 3 s each, 3 rounds).  Both modules
+# --short: fewer points, 3 s each, 3 rounds.  --points replaces the points
+# of the form chosen ("RW:IODEPTH:JOBS[:hipri] ...", as CMP_POINTS of
+# bench/compare-l2.sh; the demo picks two per table).  Both modules
 # run with their defaults (what a user gets without tuning); more insmod
 # parameters: CMP_HOST_PARAMS (host), CMP_GUEST_PARAMS (guest, both modes).
 # The defaults table has a third mode in the same rounds, the peer an
@@ -69,6 +71,7 @@ while [ $# -gt 0 ]; do
 	--rounds) rounds=$2 rounds_set=1; shift 2 ;;
 	--short) short=1; shift ;;
 	--recipe) recipe=1; shift ;;
+	--points) pick=$2; shift 2 ;;
 	--log) from=$2; shift 2 ;;
 	-h | --help) sed -n '2,/^set -euo/p' "$0" | sed -e '$d' -e 's/^# \{0,1\}//'; exit 0 ;;
 	*) echo "${0##*/}: unknown option $1" >&2; exit 2 ;;
@@ -96,6 +99,13 @@ hpolls=0
 [[ " $hp " =~ \ poll_cpu=[0-9] ]] && hpolls=1
 [[ "$rt" =~ ^[0-9]+$ ]] || { echo "${0##*/}: --runtime takes seconds" >&2; exit 2; }
 [[ "$rounds" =~ ^[1-9][0-9]*$ ]] || { echo "${0##*/}: --rounds takes a count" >&2; exit 2; }
+if [ -n "${pick:-}" ]; then
+	for p in $pick; do
+		[[ "$p" =~ ^rand(read|write):[1-9][0-9]*:[1-9][0-9]*(:hipri)?$ ]] ||
+			{ echo "${0##*/}: --points: '$p' is not RW:IODEPTH:JOBS[:hipri]" >&2; exit 2; }
+	done
+	points=$pick
+fi
 
 points_n=$(wc -w <<<"$points")
 modes_n=$(wc -w <<<"$modes")
