@@ -22,6 +22,12 @@
 # counters: requests from the disk's /sys/block statistics, interrupts
 # from /proc/interrupts (its request vectors), kicks not known ("-").
 #
+# Mode cross: our driver classic (sqcq=0) on the in-tree host, the second
+# device (E2E_SLOT_B, needs intree among the modes): beside classic (our
+# pair) and intree (Debian's) it says which side a difference between the
+# pairs comes from.  Counted as classic is, from the driver's debugfs of
+# that device.
+#
 # Mode haltpoll: classic (sqcq=0) with guest halt-polling, what an operator
 # turns on today to cut the cost of a vCPU's wakeup.  L2 boots with the
 # cpuidle-haltpoll driver (compare.sh puts cpuidle_haltpoll.force=1 on its
@@ -234,9 +240,13 @@ counters() {
 # negotiated mode checked.
 declare -A mode_ok
 load() {
-	local mode=$1 want=0 got expect=$1
+	local mode=$1 want=0 got expect=$1 slot=$SLOT_A
 	[ "$mode" = sqcq ] && want=1
 	[ "$mode" = haltpoll ] && expect=classic
+	if [ "$mode" = cross ]; then
+		expect=classic slot=${E2E_SLOT_B:-}
+		[ -n "$slot" ] || { fail "cross: no in-tree device in L2 (E2E_SLOT_B empty)"; return 1; }
+	fi
 	# Halt-polling for the haltpoll mode alone.
 	if [[ " $MODES " == *" haltpoll "* ]]; then
 		local hp=0
@@ -252,18 +262,18 @@ load() {
 		fail "$mode insmod"
 		return 1
 	fi
-	if ! wait_for 30 sqcq_bound || ! wait_for 30 scsi_host "$SLOT_A"; then
+	if ! wait_for 30 sqcq_bound || ! wait_for 30 scsi_host "$slot"; then
 		fail "$mode driver bound"
 		rmmod virtio_scsi_sqcq
 		return 1
 	fi
 	echo "0 $TPGT 0" >"/sys/class/scsi_host/$REPLY/scan"
-	if ! wait_for 60 lun0_disk; then
+	if ! wait_for 60 lun0_disk "$slot"; then
 		fail "$mode disk visible"
 		rmmod virtio_scsi_sqcq
 		return 1
 	fi
-	vdev "$SLOT_A"
+	vdev "$slot"
 	DBG=/sys/kernel/debug/virtio_scsi_sqcq/${REPLY##*/}
 	dbg_value "$DBG" mode
 	got=$REPLY

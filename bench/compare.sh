@@ -32,7 +32,9 @@
 # own; and a fourth, Debian's in-tree pair (vhost_scsi in L1 beside ours,
 # on a second device of L2 that the in-tree virtio_scsi drives in that
 # mode), in another.  CMP_HALTPOLL=0 and CMP_INTREE=0 leave them out;
-# --recipe has neither.
+# --recipe has neither.  CMP_CROSS=1 adds a fifth beside the in-tree pair:
+# our guest driver (classic) on the in-tree host, in a table that places a
+# gap between the pairs on the host or the guest side.
 #
 # --recipe: the deployment the design is for (README, "Tuning"), both
 # modes in it: L1 on three vCPUs (CMP_L1_SMP), its CPU 0 given to the
@@ -89,6 +91,9 @@ if [ "$recipe" = 0 ] && [ "${CMP_HALTPOLL:-1}" = 1 ]; then
 	modes="$modes haltpoll" l2append="cpuidle_haltpoll.force=1"
 fi
 [ "$recipe" = 1 ] || [ "${CMP_INTREE:-1}" = 0 ] || modes="$modes intree"
+# CMP_CROSS=1: our guest driver (classic) on the in-tree host as well, so
+# that a gap between the two pairs is placed on a side.
+[ "${CMP_CROSS:-0}" = 0 ] || [[ " $modes " != *" intree "* ]] || modes="$modes cross"
 if [ "$recipe" = 1 ]; then
 	points=$rpoints isolate=1 vopts=num_queues=2 title="The recipe" l1smp=${CMP_L1_SMP:-3}
 	hp=${CMP_HOST_PARAMS-poll_cpu=0 poll_shared=0 poll_idle_us=100000}
@@ -128,7 +133,7 @@ complete_rounds() {
 	awk -v want=$((modes_n * points_n)) '
 		{ gsub(/\r/, "") }
 		/^cmp-attempt / { a = $2 }
-		/^cmp (classic|sqcq|haltpoll|intree)(-fallback|-notclassic)? / { n[a, $12]++ }
+		/^cmp (classic|sqcq|haltpoll|intree|cross)(-fallback|-notclassic)? / { n[a, $12]++ }
 		END { for (k in n) if (n[k] == want) { split(k, p, SUBSEP); print p[1], p[2] } }' "$log"
 }
 echo "compare: $title: L1 on $l1smp vCPUs; host insmod ${hp:-(defaults)}; guest insmod ${gp:-(defaults)}${vopts:+; vhost-scsi-pci $vopts}$([ "$isolate" = 1 ] && echo "; L2 alone on L1's CPU 1")"
@@ -194,13 +199,13 @@ function point(rw, qd, nj,    k) {
 	return k
 }
 # Points that did not keep their mode: named, left out of the medians.
-/^cmp (sqcq-fallback|classic-notclassic|haltpoll-notclassic|intree-notclassic) / {
+/^cmp (sqcq-fallback|classic-notclassic|haltpoll-notclassic|intree-notclassic|cross-notclassic) / {
 	k = point($3, $4, $5)
 	fb[k] = fb[k] sprintf("%s%s round %s", fb[k] == "" ? "" : ", ",
-		$2 ~ /^sqcq/ ? "SQ/CQ" : $2 ~ /^haltpoll/ ? "classic with halt-polling" : $2 ~ /^intree/ ? "the in-tree pair" : "classic", $12)
+		$2 ~ /^sqcq/ ? "SQ/CQ" : $2 ~ /^haltpoll/ ? "classic with halt-polling" : $2 ~ /^intree/ ? "the in-tree pair" : $2 ~ /^cross/ ? "our guest on the in-tree host" : "classic", $12)
 }
 # cmp-exits MODE RW QD JOBS ROUND IOS reason=delta...: per round and reason.
-/^cmp-exits (classic|sqcq|haltpoll|intree) / {
+/^cmp-exits (classic|sqcq|haltpoll|intree|cross) / {
 	k = point($3, $4, $5)
 	m = $2; r = $6
 	if ($7 <= 0 || (m, k, r) in xios) next
@@ -211,11 +216,12 @@ function point(rw, qd, nj,    k) {
 		if (!((k, kv[1]) in xset)) { xset[k, kv[1]] = 1; xnames[k] = xnames[k] " " kv[1] }
 	}
 }
-/^cmp (classic|sqcq|haltpoll|intree) / {
+/^cmp (classic|sqcq|haltpoll|intree|cross) / {
 	k = point($3, $4, $5)
 	m = $2; r = $12
 	if (m == "haltpoll") peer = 1
 	if (m == "intree") tree = 1
+	if (m == "cross") cross = 1
 	iops[m, k, r] = $6
 	allio[m, k] = allio[m, k] " " $6
 	ios[m, k] += $7; kicks[m, k] += $8; irqs[m, k] += $9
@@ -229,7 +235,7 @@ function point(rw, qd, nj,    k) {
 /^cmp-idle guest none / { idle = "no guest poll thread (poll_cpu empty)"; next }
 /^cmp-idle guest / { idle = sprintf("guest poll thread %d ticks in %d s (its sleeps %d -> %d)", $3, $4, $5, $6) }
 /^cmp-idle host / { hidle = sprintf("host poll thread %s ticks in %d s", $3, $4) }
-/^PASS: compare (classic|sqcq|haltpoll|intree) mode-negotiated/ { mode[$3] = 1 }
+/^PASS: compare (classic|sqcq|haltpoll|intree|cross) mode-negotiated/ { mode[$3] = 1 }
 function label(k) { return (k in fb) ? k " (fell back)" : k }
 # ratio(a, b, k): mode a over mode b at point k, the median of the per-round
 # ratios with their spread and count; "-" without a round that has both.
@@ -306,6 +312,23 @@ END {
 				perio(busy["sqcq", k] * 10000, bzio["sqcq", k])
 		}
 		printf "\nI: Debian'"'"'s vhost_scsi in L1 (loaded beside ours, its own ramdisk target) and its virtio_scsi in L2, on a second device; C and S on ours. Its driver counts nothing: I/Os from the disk'"'"'s statistics, interrupts from /proc/interrupts, kicks unknown. mode run: in-tree %s\n", ("intree" in mode) ? "bound, every round" : "NOT bound"
+	}
+	if (cross) {
+		printf "\n### Which side: our guest driver on the in-tree host (X), same rounds\n\n"
+		printf "| 4 KiB, fio | X IOPS | C / X: the hosts (min-max) | X / I: the guests (min-max) | irqs/io X | exits/io I, X, C | CPU us/io I, X, C |\n"
+		printf "|---|---:|---:|---:|---:|---:|---:|\n"
+		for (i = 1; i <= n; i++) {
+			k = order[i]
+			stats(allio["cross", k]); mx = med
+			printf "| %s | %s | %s | %s | %s | %s, %s, %s | %s, %s, %s |\n", label(k), mx,
+				ratio("classic", "cross", k), ratio("cross", "intree", k),
+				perio(irqs["cross", k], ios["cross", k]),
+				perio(exits["intree", k], exio["intree", k]), perio(exits["cross", k], exio["cross", k]),
+				perio(exits["classic", k], exio["classic", k]),
+				perio(busy["intree", k] * 10000, bzio["intree", k]), perio(busy["cross", k] * 10000, bzio["cross", k]),
+				perio(busy["classic", k] * 10000, bzio["classic", k])
+		}
+		printf "\nX: our driver classic (sqcq=0) on the second device, whose host is Debian'"'"'s vhost_scsi. C / X compares the hosts under the same guest driver, X / I the guest drivers on the same host. mode negotiated: X run %s\n", ("cross" in mode) ? "classic" : "NOT classic"
 	}
 	printf "\n### Why the SQ/CQ pollers slept (SQ/CQ mode, per 1000 I/O, all rounds)\n\n"
 	printf "| 4 KiB, fio | host idle | host contended | host yields | guest idle | guest contended | guest stolen | irqs, guest poller left asleep |\n"
