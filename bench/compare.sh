@@ -136,6 +136,12 @@ complete_rounds() {
 		/^cmp (classic|sqcq|haltpoll|intree|cross)(-fallback|-notclassic)? / { n[a, $12]++ }
 		END { for (k in n) if (n[k] == want) { split(k, p, SUBSEP); print p[1], p[2] } }' "$log"
 }
+# rounds_done: done_r = the complete rounds so far, listed in $log.rounds
+# for the tables.
+rounds_done() {
+	complete_rounds >"$log.rounds"
+	done_r=$(wc -l <"$log.rounds")
+}
 echo "compare: $title: L1 on $l1smp vCPUs; host insmod ${hp:-(defaults)}; guest insmod ${gp:-(defaults)}${vopts:+; vhost-scsi-pci $vopts}$([ "$isolate" = 1 ] && echo "; L2 alone on L1's CPU 1")"
 # One L1 (and L2) runs the rounds; when the emulator breaks it, the next
 # one runs only the rounds still missing (CMP_ROUND0: the rounds done), so
@@ -145,8 +151,7 @@ set +e
 done_r=0 try=0 rc=1
 if [ -n "${from:-}" ]; then
 	try=$(grep -c '^cmp-attempt ' "$log")
-	complete_rounds >"$log.rounds"
-	done_r=$(wc -l <"$log.rounds")
+	rounds_done
 	rc=0
 fi
 while [ -z "${from:-}" ] && [ "$done_r" -lt "$rounds" ] && [ "$try" -le "${CMP_RETRIES:-3}" ]; do
@@ -162,8 +167,7 @@ while [ -z "${from:-}" ] && [ "$done_r" -lt "$rounds" ] && [ "$try" -le "${CMP_R
 		--timeout $((900 + left * modes_n * (points_n * (rt + 25) + 40))) \
 		--l2-timeout $((600 + left * modes_n * (points_n * (rt + 25) + 40))) 2>&1 | tee -a "$log" | grep --line-buffered -E '^(e2e|compare-l2|pass:|fail:|PASS:|FAIL:)'
 	rc=${PIPESTATUS[0]}
-	complete_rounds >"$log.rounds"
-	done_r=$(wc -l <"$log.rounds")
+	rounds_done
 	[ "$rc" = 0 ] && break
 	# run.sh says so when the emulator, not a test, broke its last attempt.
 	sed -n '/^cmp-attempt '"$try"'$/,$p' "$log" | grep '^e2e: attempt [0-9]* failed in the emulator' >/dev/null || break
