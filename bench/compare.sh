@@ -178,6 +178,10 @@ set -e
 
 awk -v rt="$rt" -v rounds="$rounds" -v done="$done_r" -v tries="$try" -v title="$title" -v l1smp="$l1smp" -v hp="${hp:-defaults}" -v gp="${gp:-defaults}" '
 function perio(n, d) { return d > 0 ? sprintf("%.3f", n / d) : "-" }
+# mode m at point k: interrupts, L1 exits and L1 CPU microseconds per I/O
+function irqio(m, k) { return perio(irqs[m, k], ios[m, k]) }
+function exitio(m, k) { return perio(exits[m, k], exio[m, k]) }
+function cpuio(m, k) { return perio(busy[m, k] * 10000, bzio[m, k]) }
 # median and spread of the space-separated numbers in s
 function stats(s,    a, n, i, j, t) {
 	n = split(s, a, " ")
@@ -271,10 +275,10 @@ END {
 		stats(allio["classic", k]); mc = med
 		stats(allio["sqcq", k]); ms = med
 		printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", label(k), mc, ms, ratio("sqcq", "classic", k),
-			perio(kicks["classic", k], ios["classic", k]), perio(irqs["classic", k], ios["classic", k]),
-			perio(kicks["sqcq", k], ios["sqcq", k]), perio(irqs["sqcq", k], ios["sqcq", k]),
-			perio(exits["classic", k], exio["classic", k]), perio(exits["sqcq", k], exio["sqcq", k]),
-			perio(busy["classic", k] * 10000, bzio["classic", k]), perio(busy["sqcq", k] * 10000, bzio["sqcq", k])
+			perio(kicks["classic", k], ios["classic", k]), irqio("classic", k),
+			perio(kicks["sqcq", k], ios["sqcq", k]), irqio("sqcq", k),
+			exitio("classic", k), exitio("sqcq", k),
+			cpuio("classic", k), cpuio("sqcq", k)
 	}
 	printf "\nC = classic, S = SQ/CQ. Ratio: median of the per-round ratios (min-max, rounds). exits/io: KVM exits in L1 (every exit of L2) per I/O. CPU us/io: L1 busy time (both vCPUs: L2 with fio and the guest poller, QEMU, the host poller, LIO) per I/O.\n"
 	printf "mode negotiated: classic run %s, SQ/CQ run %s\n", \
@@ -292,11 +296,11 @@ END {
 			stats(allio["haltpoll", k]); mh = med
 			r1 = ratio("haltpoll", "classic", k); r2 = ratio("sqcq", "haltpoll", k)
 			printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", label(k), mc, mh, r1, r2,
-				perio(irqs["haltpoll", k], ios["haltpoll", k]),
-				perio(exits["classic", k], exio["classic", k]), perio(exits["haltpoll", k], exio["haltpoll", k]),
-				perio(exits["sqcq", k], exio["sqcq", k]),
-				perio(busy["classic", k] * 10000, bzio["classic", k]), perio(busy["haltpoll", k] * 10000, bzio["haltpoll", k]),
-				perio(busy["sqcq", k] * 10000, bzio["sqcq", k])
+				irqio("haltpoll", k),
+				exitio("classic", k), exitio("haltpoll", k),
+				exitio("sqcq", k),
+				cpuio("classic", k), cpuio("haltpoll", k),
+				cpuio("sqcq", k)
 		}
 		printf "\nH: our driver classic (sqcq=0) with the guest'"'"'s cpuidle polling state on (cpuidle-haltpoll driver, Debian'"'"'s menu governor: its haltpoll governor is not built); C and S with it off. mode negotiated: halt-polling run %s\n", ("haltpoll" in mode) ? "classic" : "NOT classic"
 	}
@@ -309,11 +313,11 @@ END {
 			stats(allio["intree", k]); mi = med
 			printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", label(k), mi,
 				ratio("classic", "intree", k), ratio("sqcq", "intree", k),
-				perio(irqs["intree", k], ios["intree", k]), perio(irqs["classic", k], ios["classic", k]),
-				perio(exits["intree", k], exio["intree", k]), perio(exits["classic", k], exio["classic", k]),
-				perio(exits["sqcq", k], exio["sqcq", k]),
-				perio(busy["intree", k] * 10000, bzio["intree", k]), perio(busy["classic", k] * 10000, bzio["classic", k]),
-				perio(busy["sqcq", k] * 10000, bzio["sqcq", k])
+				irqio("intree", k), irqio("classic", k),
+				exitio("intree", k), exitio("classic", k),
+				exitio("sqcq", k),
+				cpuio("intree", k), cpuio("classic", k),
+				cpuio("sqcq", k)
 		}
 		printf "\nI: Debian'"'"'s vhost_scsi in L1 (loaded beside ours, its own ramdisk target) and its virtio_scsi in L2, on a second device; C and S on ours. Its driver counts nothing: I/Os from the disk'"'"'s statistics, interrupts from /proc/interrupts, kicks unknown. mode run: in-tree %s\n", ("intree" in mode) ? "bound, every round" : "NOT bound"
 	}
@@ -326,11 +330,11 @@ END {
 			stats(allio["cross", k]); mx = med
 			printf "| %s | %s | %s | %s | %s | %s, %s, %s | %s, %s, %s |\n", label(k), mx,
 				ratio("classic", "cross", k), ratio("cross", "intree", k),
-				perio(irqs["cross", k], ios["cross", k]),
-				perio(exits["intree", k], exio["intree", k]), perio(exits["cross", k], exio["cross", k]),
-				perio(exits["classic", k], exio["classic", k]),
-				perio(busy["intree", k] * 10000, bzio["intree", k]), perio(busy["cross", k] * 10000, bzio["cross", k]),
-				perio(busy["classic", k] * 10000, bzio["classic", k])
+				irqio("cross", k),
+				exitio("intree", k), exitio("cross", k),
+				exitio("classic", k),
+				cpuio("intree", k), cpuio("cross", k),
+				cpuio("classic", k)
 		}
 		printf "\nX: our driver classic (sqcq=0) on the second device, whose host is Debian'"'"'s vhost_scsi. C / X compares the hosts under the same guest driver, X / I the guest drivers on the same host. mode negotiated: X run %s\n", ("cross" in mode) ? "classic" : "NOT classic"
 	}
