@@ -182,6 +182,17 @@ function perio(n, d) { return d > 0 ? sprintf("%.3f", n / d) : "-" }
 function irqio(m, k) { return perio(irqs[m, k], ios[m, k]) }
 function exitio(m, k) { return perio(exits[m, k], exio[m, k]) }
 function cpuio(m, k) { return perio(busy[m, k] * 10000, bzio[m, k]) }
+# table_head(TITLE, COLUMNS): a "### TITLE" section (none for "") and the
+# header of its table: COLUMNS separated by " | ", the first left-aligned.
+function table_head(title, cols,    c, nc, i) {
+	if (title != "")
+		printf "\n### %s\n\n", title
+	nc = split(cols, c, / \| /)
+	printf "| %s |\n|---|", cols
+	for (i = 2; i <= nc; i++)
+		printf "---:|"
+	printf "\n"
+}
 # median and spread of the space-separated numbers in s
 function stats(s,    a, n, i, j, t) {
 	n = split(s, a, " ")
@@ -268,8 +279,7 @@ function xmed(m, k, name,    rs, nr, i, v) {
 }
 END {
 	printf "\n## %s: classic vs SQ/CQ (nested guest, unmodified QEMU, TCG, L1 on %s vCPUs; %s s per point, %s alternating rounds%s; host: %s; guest: %s)\n\n", title, l1smp, rt, done, (tries > 1 ? sprintf(", in %d boots of L1: the emulator broke the others", tries) : ""), hp, gp
-	printf "| 4 KiB, fio | classic IOPS | SQ/CQ IOPS | SQ/CQ / classic (min-max) | kicks/io C | irqs/io C | kicks/io S | irqs/io S | exits/io C | exits/io S | CPU us/io C | CPU us/io S |\n"
-	printf "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n"
+	table_head("", "4 KiB, fio | classic IOPS | SQ/CQ IOPS | SQ/CQ / classic (min-max) | kicks/io C | irqs/io C | kicks/io S | irqs/io S | exits/io C | exits/io S | CPU us/io C | CPU us/io S")
 	for (i = 1; i <= n; i++) {
 		k = order[i]
 		stats(allio["classic", k]); mc = med
@@ -287,9 +297,7 @@ END {
 		if (order[i] in fb)
 			printf "fell back (mode or doorbells after the point not the mode loaded; left out of every median): %s: %s\n", order[i], fb[order[i]]
 	if (peer) {
-		printf "\n### The peer: classic with guest halt-polling (H), same rounds\n\n"
-		printf "| 4 KiB, fio | classic IOPS | H IOPS | H / classic (min-max) | SQ/CQ / H (min-max) | irqs/io H | exits/io C | exits/io H | exits/io S | CPU us/io C | CPU us/io H | CPU us/io S |\n"
-		printf "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n"
+		table_head("The peer: classic with guest halt-polling (H), same rounds", "4 KiB, fio | classic IOPS | H IOPS | H / classic (min-max) | SQ/CQ / H (min-max) | irqs/io H | exits/io C | exits/io H | exits/io S | CPU us/io C | CPU us/io H | CPU us/io S")
 		for (i = 1; i <= n; i++) {
 			k = order[i]
 			stats(allio["classic", k]); mc = med
@@ -297,50 +305,36 @@ END {
 			r1 = ratio("haltpoll", "classic", k); r2 = ratio("sqcq", "haltpoll", k)
 			printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", label(k), mc, mh, r1, r2,
 				irqio("haltpoll", k),
-				exitio("classic", k), exitio("haltpoll", k),
-				exitio("sqcq", k),
-				cpuio("classic", k), cpuio("haltpoll", k),
-				cpuio("sqcq", k)
+				exitio("classic", k), exitio("haltpoll", k), exitio("sqcq", k),
+				cpuio("classic", k), cpuio("haltpoll", k), cpuio("sqcq", k)
 		}
 		printf "\nH: our driver classic (sqcq=0) with the guest'"'"'s cpuidle polling state on (cpuidle-haltpoll driver, Debian'"'"'s menu governor: its haltpoll governor is not built); C and S with it off. mode negotiated: halt-polling run %s\n", ("haltpoll" in mode) ? "classic" : "NOT classic"
 	}
 	if (tree) {
-		printf "\n### Debian'"'"'s in-tree pair (I: vhost_scsi + virtio_scsi), same rounds\n\n"
-		printf "| 4 KiB, fio | I IOPS | classic / I (min-max) | SQ/CQ / I (min-max) | irqs/io I | irqs/io C | exits/io I | exits/io C | exits/io S | CPU us/io I | CPU us/io C | CPU us/io S |\n"
-		printf "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n"
+		table_head("Debian'"'"'s in-tree pair (I: vhost_scsi + virtio_scsi), same rounds", "4 KiB, fio | I IOPS | classic / I (min-max) | SQ/CQ / I (min-max) | irqs/io I | irqs/io C | exits/io I | exits/io C | exits/io S | CPU us/io I | CPU us/io C | CPU us/io S")
 		for (i = 1; i <= n; i++) {
 			k = order[i]
 			stats(allio["intree", k]); mi = med
 			printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", label(k), mi,
-				ratio("classic", "intree", k), ratio("sqcq", "intree", k),
-				irqio("intree", k), irqio("classic", k),
-				exitio("intree", k), exitio("classic", k),
-				exitio("sqcq", k),
-				cpuio("intree", k), cpuio("classic", k),
-				cpuio("sqcq", k)
+				ratio("classic", "intree", k), ratio("sqcq", "intree", k), irqio("intree", k), irqio("classic", k),
+				exitio("intree", k), exitio("classic", k), exitio("sqcq", k),
+				cpuio("intree", k), cpuio("classic", k), cpuio("sqcq", k)
 		}
 		printf "\nI: Debian'"'"'s vhost_scsi in L1 (loaded beside ours, its own ramdisk target) and its virtio_scsi in L2, on a second device; C and S on ours. Its driver counts nothing: I/Os from the disk'"'"'s statistics, interrupts from /proc/interrupts, kicks unknown. mode run: in-tree %s\n", ("intree" in mode) ? "bound, every round" : "NOT bound"
 	}
 	if (cross) {
-		printf "\n### Which side: our guest driver on the in-tree host (X), same rounds\n\n"
-		printf "| 4 KiB, fio | X IOPS | C / X: the hosts (min-max) | X / I: the guests (min-max) | irqs/io X | exits/io I, X, C | CPU us/io I, X, C |\n"
-		printf "|---|---:|---:|---:|---:|---:|---:|\n"
+		table_head("Which side: our guest driver on the in-tree host (X), same rounds", "4 KiB, fio | X IOPS | C / X: the hosts (min-max) | X / I: the guests (min-max) | irqs/io X | exits/io I, X, C | CPU us/io I, X, C")
 		for (i = 1; i <= n; i++) {
 			k = order[i]
 			stats(allio["cross", k]); mx = med
 			printf "| %s | %s | %s | %s | %s | %s, %s, %s | %s, %s, %s |\n", label(k), mx,
-				ratio("classic", "cross", k), ratio("cross", "intree", k),
-				irqio("cross", k),
-				exitio("intree", k), exitio("cross", k),
-				exitio("classic", k),
-				cpuio("intree", k), cpuio("cross", k),
-				cpuio("classic", k)
+				ratio("classic", "cross", k), ratio("cross", "intree", k), irqio("cross", k),
+				exitio("intree", k), exitio("cross", k), exitio("classic", k),
+				cpuio("intree", k), cpuio("cross", k), cpuio("classic", k)
 		}
 		printf "\nX: our driver classic (sqcq=0) on the second device, whose host is Debian'"'"'s vhost_scsi. C / X compares the hosts under the same guest driver, X / I the guest drivers on the same host. mode negotiated: X run %s\n", ("cross" in mode) ? "classic" : "NOT classic"
 	}
-	printf "\n### Why the SQ/CQ pollers slept (SQ/CQ mode, per 1000 I/O, all rounds)\n\n"
-	printf "| 4 KiB, fio | host idle | host contended | host yields | guest idle | guest contended | guest stolen | irqs, guest poller left asleep |\n"
-	printf "|---|---:|---:|---:|---:|---:|---:|---:|\n"
+	table_head("Why the SQ/CQ pollers slept (SQ/CQ mode, per 1000 I/O, all rounds)", "4 KiB, fio | host idle | host contended | host yields | guest idle | guest contended | guest stolen | irqs, guest poller left asleep")
 	for (i = 1; i <= n; i++) {
 		k = order[i]
 		printf "| %s", label(k)
