@@ -376,6 +376,57 @@ irqoff_attempt "[   20.1] BUG: KASAN: use-after-free in virtscsi_poll_fn+0x91/0x
 $irqoff_report"
 expect_ours "a KASAN report of ours before it"
 
+# The same test on 2026-12-07: a timer interrupt taken inside the timer
+# interrupt's own __hrtimer_run_queues, its saved EFLAGS without IF
+# (00000092): lockdep saw hrtimer_bases.lock taken "recursively" and L2
+# froze. Repeated; with IF set in that frame, or a frame of ours, it fails.
+recursive_report='[   84.70] ============================================
+[   84.70] WARNING: possible recursive locking detected
+[   84.70] 6.1.192-debug-amd64 #1 Tainted: G           O
+[   84.70] --------------------------------------------
+[   84.70] cat/126 is trying to acquire lock:
+[   84.70] ffff88800cc2a558 (hrtimer_bases.lock){-.-.}-{2:2}, at: hrtimer_interrupt+0xc6/0x760
+[   84.70] 
+[   84.70] but task is already holding lock:
+[   84.70] ffff88800cc2a558 (hrtimer_bases.lock){-.-.}-{2:2}, at: __hrtimer_run_queues+0x27c/0x8d0
+[   84.70] Call Trace:
+[   84.70]  <IRQ>
+[   84.70]  _raw_spin_lock_irqsave+0x39/0x60
+[   84.70]  hrtimer_interrupt+0xc6/0x760
+[   84.70]  __sysvec_apic_timer_interrupt+0xfa/0x320
+[   84.70]  sysvec_apic_timer_interrupt+0x33/0xa0
+[   84.70]  asm_sysvec_apic_timer_interrupt+0x1b/0x20
+[   84.70] RIP: 0010:lock_acquire+0x5e/0x4c0
+[   84.70] Code: 00 89 b5 34 ff ff ff 89 8d 30 ff ff ff 44 89 85 2c ff ff ff <48> c7 85 48 ff ff ff a0 9f
+[   84.70] RSP: 0018:ffff88800cc09bf8 EFLAGS: 00000092
+[   84.70] RAX: ffffed1001981382 RBX: 1ffff11001981382 RCX: 0000000000000000
+[   84.70]  debug_object_activate+0x140/0x4f0
+[   84.70]  enqueue_hrtimer+0x29/0x290
+[   84.70]  __hrtimer_run_queues+0x6e8/0x8d0
+[   84.70]  hrtimer_interrupt+0x2aa/0x760
+[   84.70]  __sysvec_apic_timer_interrupt+0xfa/0x320
+[   84.70]  sysvec_apic_timer_interrupt+0x6f/0xa0
+[   84.70]  </IRQ>
+[   84.70]  <TASK>
+[   84.70]  asm_sysvec_apic_timer_interrupt+0x1b/0x20
+[   84.70] RIP: 0010:_raw_spin_unlock_irqrestore+0x38/0x60
+[   84.70] Code: 48 89 fb 48 83 c7 18 e8 26 24 c7 fe 48 89 df e8 de ae c7 fe <74> 09 5b 41 5c 5d c3 cc
+[   84.70] RSP: 0018:ffff8880071af740 EFLAGS: 00000286
+[   84.70]  kmemleak_free+0x5c/0x90
+[   84.70]  </TASK>'
+attempt lockdep-recursive-if-clear
+irqoff_attempt "$recursive_report"
+sed -i 's/circular locking dependency/recursive locking/' "$d/log"
+expect_repeat "lockdep: a timer interrupt on a frame with IF clear (recursive hrtimer_bases.lock), L2 froze"
+attempt lockdep-recursive-if-set
+irqoff_attempt "${recursive_report/EFLAGS: 00000092/EFLAGS: 00000292}"
+sed -i 's/circular locking dependency/recursive locking/' "$d/log"
+expect_ours "the same report with IF set in the interrupted frame"
+attempt lockdep-recursive-own-frame
+irqoff_attempt "${recursive_report/kmemleak_free+0x5c\/0x90/virtscsi_vq_drain+0x91\/0x2f0 [virtio_scsi_sqcq]}"
+sed -i 's/circular locking dependency/recursive locking/' "$d/log"
+expect_ours "the same report with a frame of ours"
+
 # A CPU of L1 spinning on the 8250 UART's lock in its interrupt handler,
 # on top of L2's QEMU writing its console (a fresh-clone run, 2026-12-07,
 # the trixie pair): repeated.  With a frame of ours in the report: never.

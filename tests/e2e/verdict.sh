@@ -17,7 +17,8 @@
 #    vm-boot: a reset under -no-reboot, QEMU crashed or killed, a boot that
 #    stalled three times), or such a double fault, or L1 stuck in L2
 #    (vcpu_run_lockup below), or lockdep's report of an interrupt that
-#    came with interrupts off (irq_in_irqoff_lockdep below).
+#    came with interrupts off (irq_in_irqoff_lockdep below: by the
+#    function it landed in, or by the IF flag its frame saved).
 # A soft lockup of our guest poller, an oops, a failed verify: never the
 # emulator's, whatever else the attempt shows.
 
@@ -175,8 +176,9 @@ rcu_stall_in_guest() {
 # interrupt delivered while IF was clear, which no real CPU does.
 E2E_IRQOFF_FUNCS='timekeeping_advance'
 # E2E_LOCKDEP_CHAIN_RE: the first line of lockdep's circular-dependency
-# report.
+# report; E2E_LOCKDEP_RE: that or a recursive-locking report.
 E2E_LOCKDEP_CHAIN_RE='WARNING: possible circular locking dependency detected'
+E2E_LOCKDEP_RE='WARNING: possible (circular locking dependency|recursive locking) detected'
 # irq_in_irqoff_lockdep LOG: LOG's lockdep report is one the emulated CPU
 # caused: its newest dependency ("-> #0") was taken by a hardware
 # interrupt's handler (an asm_sysvec_/asm_common_interrupt frame) that
@@ -186,7 +188,46 @@ E2E_LOCKDEP_CHAIN_RE='WARNING: possible circular locking dependency detected'
 # kernel in the poll-thread watchdog test (2026-12-06): hrtimer_bases.lock
 # taken by the timer interrupt inside timekeeping_advance, itself inside
 # the tick, while the task was in our virtscsi_add_cmd; L2 then froze.
+# A report of either kind is the emulated CPU's as well when its call
+# trace holds an interrupt frame (asm_sysvec_*, asm_common_interrupt) whose
+# saved registers show kernel code (CS 0010) with IF clear in EFLAGS: a
+# maskable interrupt taken with interrupts off (irq_frame_if_clear); and
+# no frame of our modules in the report.  Seen in the same test on
+# 2026-12-07: hrtimer_bases.lock "recursively" taken by a timer interrupt
+# that landed inside the timer interrupt's own __hrtimer_run_queues
+# (EFLAGS 00000092), after our module had been unloaded.
 irq_in_irqoff_lockdep() {
+	irq_frame_if_clear "$1" && return 0
+	lockdep_chain_irqoff "$1"
+}
+# irq_frame_if_clear LOG: LOG's first lockdep report (to the end of its
+# call trace) has an interrupt frame over kernel code with IF clear, and
+# no frame of ours.
+irq_frame_if_clear() {
+	local rep v
+	grep -aqE "$E2E_LOCKDEP_RE" "$1" 2>/dev/null || return 1
+	rep=$(tr -d '\r' <"$1" | sed -E 's/^\[ *[0-9]+\.[0-9]+\] ?//' |
+		sed -nE "/$E2E_LOCKDEP_RE/,/^ *<\/TASK>/p" | head -n 200)
+	! grep -qE '\[(vhost|virtio)_scsi_sqcq\]' <<<"$rep" || return 1
+	# The registers an interrupt entry saved come right after its frame:
+	# RIP, the Code line, then RSP with EFLAGS.
+	while read -r v; do
+		[[ "$v" =~ ^[0-9a-f]{1,16}$ ]] || continue
+		(((16#$v & 0x200) == 0)) && return 0
+	done < <(awk '
+		/asm_(sysvec_[a-z_]*|common_interrupt)[+]0x/ { n = 4; rip = 0; next }
+		n > 0 {
+			n--
+			if ($0 ~ /RIP: 0010:/)
+				rip = 1
+			else if (rip && $0 ~ /EFLAGS: [0-9a-f]+/) {
+				sub(/.*EFLAGS: /, ""); print $1; n = 0
+			}
+		}' <<<"$rep")
+	return 1
+}
+# lockdep_chain_irqoff LOG: the circular-dependency case above.
+lockdep_chain_irqoff() {
 	local chain
 	grep -aq "$E2E_LOCKDEP_CHAIN_RE" "$1" 2>/dev/null || return 1
 	# The dependency chain: from the report's "-> #" blocks to the
@@ -229,7 +270,7 @@ console_report() {
 	elif rcu_stall_in_guest "$1" >/dev/null; then
 		n=$(grep -anE -m 1 "$E2E_RCU_STALL_RE" "$1" | cut -d: -f1)
 	elif irq_in_irqoff_lockdep "$1"; then
-		n=$(grep -an -m 1 "$E2E_LOCKDEP_CHAIN_RE" "$1" | cut -d: -f1)
+		n=$(grep -anE -m 1 "$E2E_LOCKDEP_RE" "$1" | cut -d: -f1)
 	elif [ -n "${2:-}" ]; then
 		l=$(grep -anE -m 1 "$E2E_LOCKUP_RE" "$1" | tr -d '\r')
 		[ -z "$l" ] || [ "$(lockup_id "$l")" != "$2" ] || n=${l%%:*}
@@ -261,7 +302,7 @@ e2e_emulator_fault() {
 	# (Lines that came over a serial port end in CR.)
 	own=$(tr -d '\r' <"$log" | grep -aE '^FAIL: ' | grep -vE "$E2E_EMULATOR_FAILS" |
 		{ if [ "$df" = 1 ]; then grep -v '^FAIL: vm-kernel-log '; else cat; fi } |
-		{ if [ "$ii" = 1 ]; then grep -vE "^FAIL: e2e .* l2-stalled \(kernel log: .*$E2E_LOCKDEP_CHAIN_RE\)$"; else cat; fi } |
+		{ if [ "$ii" = 1 ]; then grep -vE "^FAIL: e2e .* l2-stalled \(kernel log: .*$E2E_LOCKDEP_RE\)$"; else cat; fi } |
 		{ if [ "$frozen" = 1 ]; then grep -vE "^FAIL: vm-kernel-log \(hung-task: $E2E_MM_HUNG"; else cat; fi } |
 		head -n 1)
 	if [ -n "$own" ]; then
@@ -280,7 +321,7 @@ e2e_emulator_fault() {
 	if [ "$frozen" = 1 ]; then E2E_WHY="L1 froze (watchdog)"
 	elif grep -aq '^FAIL: vm-kvm-error' "$log"; then E2E_WHY="KVM internal error in L2's QEMU"
 	elif grep -aq '^FAIL: vm-l2-stall' "$log"; then E2E_WHY="L2 froze with clean consoles"
-	elif [ "$ii" = 1 ]; then E2E_WHY="an interrupt delivered with interrupts off (lockdep: the timer interrupt inside $E2E_IRQOFF_FUNCS, no frame of ours in the chain)"
+	elif [ "$ii" = 1 ]; then E2E_WHY="an interrupt delivered with interrupts off (lockdep: the timer interrupt inside $E2E_IRQOFF_FUNCS, or an interrupt frame with IF clear; no frame of ours)"
 	elif [ -n "$us" ]; then E2E_WHY="a CPU of L1 spinning on a lock in the 8250 UART's interrupt handler (soft lockup or RCU stall, no frame of ours)"
 	elif [ -n "$rs" ]; then E2E_WHY="L1's CPU $rs stalled inside L2 (RCU stall: KVM's run loop in its NMI backtrace, or no answer to the NMI)"
 	elif [ "$df" = 1 ] && ! emulator_double_fault "$log"; then E2E_WHY="an L2 vCPU thread of L1 stuck in KVM_RUN (soft lockup, no frame of ours)"
