@@ -13,7 +13,9 @@
 #                      domain defined in boot 1 autostarts in boots 2 and 3
 #                      and does verified I/O, SQ/CQ on our module, classic
 #                      on the in-tree one
-#   hs_report          its PASS/FAIL/INFO lines, one per step, on stdout
+#                      (a boot the emulator broke: the three again, once)
+#   hs_report          its PASS/FAIL/INFO lines, one per step, on stdout,
+#                      after a REPEAT line where it ran twice
 #   hs_removal_pre, hs_removal_post OUTPUT
 #                      around a package removal (apt purge, rpm -e): the
 #                      switch on before, off after, its file gone
@@ -23,7 +25,7 @@ hs_dir=$out/host-switch
 hs_conf=/etc/modprobe.d/virtio-sqcq-host.conf
 
 t_vm_host_switch() {
-	local b st rc=0
+	local attempt rc
 	rm -rf "$hs_dir"
 	mkdir -p "$hs_dir"
 	# The client plays QEMU in the VM's chroot: static, whatever its libc.
@@ -31,8 +33,68 @@ t_vm_host_switch() {
 	gcc -static -O2 -Wall -Wextra -Werror -pthread -o "$hs_dir/host-client" \
 		"$PKG_REPO"/tests/host/client.c "$PKG_REPO"/tests/host/client-lib.c \
 		"$PKG_REPO"/tests/host/phase-*.c || { bad "host client does not build"; return 1; }
-	truncate -s 256M "$hs_dir/state.img" && mkfs.ext4 -q -F "$hs_dir/state.img" || return 1
 	hs_l2_initrd || { bad "host switch: the libvirt guest's initramfs"; return 1; }
+	# A boot the emulator broke (hs_emulator_break) runs the three boots
+	# again on a fresh disk, once; its output stays in attempt1/, out of
+	# the report, and a REPEAT line says why.
+	for attempt in 1 2; do
+		hs_boots
+		rc=$?
+		if [ "$rc" != 2 ] || [ "$attempt" = 2 ]; then
+			break
+		fi
+		mkdir -p "$hs_dir/attempt1"
+		mv "$hs_dir"/boot*.out "$hs_dir/attempt1/"
+		echo "REPEAT: pkg host-switch: boot $hs_broken: $hs_why; the three boots again on a fresh disk" |
+			tee -a "$hs_dir/repeat.txt"
+	done
+	[ "$rc" = 0 ]
+}
+
+# hs_emulator_break OUT: the boot whose output is OUT ended without
+# COMMAND's status (killed at the timeout, or gone) with nothing of ours
+# failed and no kernel report (tests/vm/run.sh prints FAIL: vm-kernel-log
+# for one): the emulator froze or reset the VM, as it does now and then
+# under a KVM guest (docs/testing-notes.md).  hs_why says which.
+hs_emulator_break() {
+	local fails
+	fails=$(tr -d '\r' <"$1" | grep -E '^FAIL: ')
+	grep -qE '^FAIL: (vm-timeout|vm-boot) ' <<<"$fails" || return 1
+	! grep -vqE '^FAIL: (vm-timeout|vm-boot) ' <<<"$fails" || return 1
+	hs_why="the VM froze or reset with a clean console ($(grep -E -m 1 '^FAIL: ' <<<"$fails" | cut -c7-))"
+}
+
+# t_hs_verdict: hs_emulator_break on made-up boot outputs: a timeout or a
+# silent exit with a clean console is the emulator's; beside a failed
+# check of ours or a kernel report, or with the boot's status there, not.
+t_hs_verdict() {
+	local t=/tmp/hs-verdict.$$ n=0 c got
+	local -a w
+	# CASE EXPECT LINES...
+	for c in \
+		"timeout|yes|PASS: pkg host-switch boot 2: restore|FAIL: vm-timeout (QEMU killed after 300s, kernel 6.1.0-57)" \
+		"reset|yes|FAIL: vm-boot (VM exited (QEMU status 0) without COMMAND's status, kernel 6.1.0-57)" \
+		"ours|no|FAIL: pkg host-switch boot 2: the domain's guest: verified I/O|FAIL: vm-timeout (QEMU killed after 300s, kernel 6.1.0-57)" \
+		"report|no|FAIL: vm-timeout (QEMU killed after 300s, kernel 6.1.0-57)|FAIL: vm-kernel-log (lockup: watchdog: BUG: soft lockup - CPU#1 stuck for 26s!)" \
+		"check|no|FAIL: pkg host-switch boot 3: restore"; do
+		IFS='|' read -r -a w <<<"$c"
+		printf '%s\r\n' "${w[@]:2}" >"$t"
+		if hs_emulator_break "$t"; then got=yes; else got=no; fi
+		if [ "$got" = "${w[1]}" ]; then n=$((n + 1)); else bad "hs_emulator_break ${w[0]}: $got, want ${w[1]}"; fi
+	done
+	rm -f "$t"
+	[ "$n" = 5 ] || return 1
+	ok "hs_emulator_break: 5 made-up boots judged as they must be"
+}
+
+# hs_boots: the three boots on a fresh state disk.  Status 0: all passed;
+# 1: a check failed; 2: the emulator broke boot $hs_broken (the later
+# boots not run).
+hs_boots() {
+	local b st rc=0
+	rm -f "$hs_dir"/boot*.out
+	truncate -s 0 "$hs_dir/state.img" && truncate -s 256M "$hs_dir/state.img" &&
+		mkfs.ext4 -q -F "$hs_dir/state.img" || return 1
 	for b in 1 2 3; do
 		echo "[$(date +%T)] host switch: boot $b"
 		# shellcheck disable=SC2054 # commas belong to QEMU option values
@@ -42,6 +104,10 @@ t_vm_host_switch() {
 			>"$hs_dir/boot$b.out" 2>&1
 		st=$?
 		cat "$hs_dir/boot$b.out"
+		if [ "$st" != 0 ] && hs_emulator_break "$hs_dir/boot$b.out"; then
+			hs_broken=$b
+			return 2
+		fi
 		[ "$st" = 0 ] || { rc=1; echo "boot $b: exit $st"; }
 		grep -q '^PASS: pkg host-switch ' "$hs_dir/boot$b.out" || { bad "boot $b: no step passed"; rc=1; }
 	done
@@ -80,6 +146,7 @@ hs_l2_initrd() {
 
 hs_report() {
 	[ -d "$hs_dir" ] || return 0
+	cat "$hs_dir/repeat.txt" 2>/dev/null
 	cat "$hs_dir"/boot*.out 2>/dev/null | tr -d '\r' | grep -E '^(PASS|FAIL|SKIP|INFO): pkg host-switch '
 }
 

@@ -592,6 +592,7 @@ if [ "${SQCQ_PKG_VM:-1}" != 0 ]; then
 	run_test vm-optout-dracut t_vm_optout_dracut switch-dracut
 	run_test vm-switch-now t_vm_switch_now switch-chroot
 	rm -rf "$hs_dir"	# no report of an earlier run's boots
+	run_test hs-verdict t_hs_verdict
 	run_test vm-host-switch t_vm_host_switch switch-chroot
 	[ -z "${result[vm-host-switch]:-}" ] || hs_report
 fi
