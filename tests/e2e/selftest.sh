@@ -414,17 +414,19 @@ recursive_report='[   84.70] ============================================
 [   84.70] RSP: 0018:ffff8880071af740 EFLAGS: 00000286
 [   84.70]  kmemleak_free+0x5c/0x90
 [   84.70]  </TASK>'
+# recursive_attempt L2CONSOLE: irqoff_attempt with the recursive report's lines.
+recursive_attempt() {
+	irqoff_attempt "$1"
+	sed -i 's/circular locking dependency/recursive locking/' "$d/log"
+}
 attempt lockdep-recursive-if-clear
-irqoff_attempt "$recursive_report"
-sed -i 's/circular locking dependency/recursive locking/' "$d/log"
+recursive_attempt "$recursive_report"
 expect_repeat "lockdep: a timer interrupt on a frame with IF clear (recursive hrtimer_bases.lock), L2 froze"
 attempt lockdep-recursive-if-set
-irqoff_attempt "${recursive_report/EFLAGS: 00000092/EFLAGS: 00000292}"
-sed -i 's/circular locking dependency/recursive locking/' "$d/log"
+recursive_attempt "${recursive_report/EFLAGS: 00000092/EFLAGS: 00000292}"
 expect_ours "the same report with IF set in the interrupted frame"
 attempt lockdep-recursive-own-frame
-irqoff_attempt "${recursive_report/kmemleak_free+0x5c\/0x90/virtscsi_vq_drain+0x91\/0x2f0 [virtio_scsi_sqcq]}"
-sed -i 's/circular locking dependency/recursive locking/' "$d/log"
+recursive_attempt "${recursive_report/kmemleak_free+0x5c\/0x90/virtscsi_vq_drain+0x91\/0x2f0 [virtio_scsi_sqcq]}"
 expect_ours "the same report with a frame of ours"
 
 # A CPU of L1 spinning on the 8250 UART's lock in its interrupt handler,
