@@ -108,6 +108,16 @@ l1_exits() {
 		[[ "$t" =~ ^[a-z0-9_:]+=[0-9]+$ ]] || { log "l1-exits answered: $REPLY"; REPLY=""; return 1; }
 	done
 }
+# l1_req WHAT [TEXT]: ask L1 (hotplug-WHAT.req holding TEXT) and wait up
+# to 60 s for its answer; status 1 (and a log line) unless it says ok.
+l1_req() {
+	rm -f "$SQCQ_RESULTS/hotplug-$1.done"
+	echo "${2:-}" >"$SQCQ_RESULTS/hotplug-$1.req"
+	wait_for 60 test -e "$SQCQ_RESULTS/hotplug-$1.done" || { log "L1 did not answer $1"; return 1; }
+	read -r REPLY <"$SQCQ_RESULTS/hotplug-$1.done"
+	rm -f "$SQCQ_RESULTS/hotplug-$1.done"
+	[ "$REPLY" = ok ] || { log "L1 answered $1: $REPLY"; return 1; }
+}
 # exits_delta BEFORE AFTER: REPLY = "reason=delta ..." of two l1_exits
 # answers, reasons without exits left out (a reason missing from BEFORE
 # had none yet); status 1 when they are not one counter's: a reason gone
@@ -320,11 +330,13 @@ points() {
 		x0=-
 		l1_exits && x0=$REPLY
 		out=/tmp/cmp-$mode-${name/\//-}-$qd-$nj.terse
+		[ "${CMP_PERF:-0}" != 0 ] && l1_req perfon "$mode-${name/\//-}-$qd-$nj-r$round"
 		timeout -k 5 $((RT + 60)) fio --minimal --name=cmp --filename="$DISK" \
 			"${engine[@]}" --direct=1 --rw="$rw" --bs=4k --iodepth="$qd" \
 			--numjobs="$nj" --group_reporting --time_based --runtime="$RT" \
 			--size=16m --randrepeat=0 >"$out" 2>/dev/null
 		st=$?
+		[ "${CMP_PERF:-0}" != 0 ] && l1_req perfoff
 		xd=""
 		if [ "$x0" != - ] && l1_exits && exits_delta "$x0" "$REPLY"; then
 			xd=$REPLY

@@ -56,6 +56,12 @@
 # such restarts); a round it broke is left out.  The run's output stays in
 # out/logs/compare-last.log; --log FILE prints the tables of such a file
 # again (with the options of its run).
+# CMP_PERF=1: L1 profiles its CPUs over each point (perf record -a -g, the
+# machine's perf over L1's 9p root); a perf.data file a point, with L1's
+# kallsyms, in out/logs/e2e-sqcq-sqcq-*/perf/ (tests/e2e/l1.sh), for
+# perf report --kallsyms: where a mode's host-side CPU time goes.
+# CMP_PERF=sched records the scheduler's switches and wakeups instead
+# (perf script: who waits for whom in a request's path).
 # Only ratios and counts mean anything here (TCG, nested): nothing asserts
 # a timing.  Exit status 0 when both modes ran every point, negotiated
 # what they should and kept it to the end of every point.

@@ -76,7 +76,7 @@ finish() {
 }
 
 # Heartbeat for run.sh's stall watchdog (it sees the file's mtime change).
-(while :; do echo "$SECONDS" >"$SQCQ_RESULTS/heartbeat"; sleep 10; done) &
+(while :; do echo "$SECONDS" >"$SQCQ_RESULTS/heartbeat"; nap 10; done) &
 hb_pid=$!
 
 WWPN_A=naa.5001405e2e000001
@@ -221,31 +221,82 @@ l1_stat() {
 	done
 	echo "$exits $((u + n + s + irq + sirq)) $si $sc $y"
 }
+# perf_on NAME / perf_off: profile L1's CPUs (CMP_PERF=1, bench/compare.sh)
+# from one request to the next; the report goes to $SQCQ_RESULTS/perf.
+# Only one profile runs at a time; its pid and name are kept in files, as
+# each request is answered in a subshell.
+perf_on() {
+	local name=${1//[^A-Za-z0-9_.-]/_}
+	local ev=(-g -F 499)
+	case ${CMP_PERF:-0} in
+	1) ;;
+	sched) ev=(-e sched:sched_switch -e sched:sched_wakeup) ;;
+	*) echo "CMP_PERF is neither 1 nor sched"; return ;;
+	esac
+	command -v perf >/dev/null || { echo "no perf in L1"; return; }
+	[ -n "$name" ] || { echo "no profile name"; return; }
+	mkdir -p "$SQCQ_RESULTS/perf"
+	perf record -a "${ev[@]}" -o "/tmp/perf-$name.data" >/dev/null 2>&1 7>&- &
+	echo "$! $name" >/tmp/perf-current
+	# perf writes its header once it has set up every CPU's buffer.
+	for _ in $(seq 20); do
+		[ -s "/tmp/perf-$name.data" ] && break
+		nap 0.5
+	done
+	echo ok
+}
+perf_off() {
+	local pid name d=$SQCQ_RESULTS/perf
+	read -r pid name </tmp/perf-current 2>/dev/null || { echo "no profile running"; return; }
+	rm -f /tmp/perf-current
+	kill -INT "$pid" 2>/dev/null
+	while kill -0 "$pid" 2>/dev/null; do nap 0.5; done
+	# The symbols, for perf report outside L1 (--kallsyms).
+	[ -s "$d/kallsyms" ] || cat /proc/kallsyms >"$d/kallsyms"
+	perf report -i "/tmp/perf-$name.data" --stdio --no-children --sort comm \
+		-g none 2>&1 | grep -v '^#' >"$d/$name.txt"
+	mv "/tmp/perf-$name.data" "$d/$name.data"
+	echo ok
+}
 # watch_l2: answer hotplug-{add,del}.req files (LUN 1 on WWPN_A's TPG),
 # hotplug-idle.req (the host poller's CPU while idle, for compare-l2.sh),
 # hotplug-sqcq{0,1}.req (our host's sqcq parameter),
 # hotplug-stopcont.req (L2 stopped and continued, qmp_stopcont),
 # hotplug-stat.req (l1_stat, answered at once) and hotplug-exits.req
 # (L2's VM exits by reason so far, bench/l1-exits.sh, at once).
+# With CMP_PERF=1 also hotplug-perfon.req (L1's CPUs profiled from now,
+# perf record -a -g, or with CMP_PERF=sched the scheduler's switches and
+# wakeups; the file holds the profile's name) and
+# hotplug-perfoff.req (profile stopped: $SQCQ_RESULTS/perf/NAME.data, L1's
+# kallsyms beside it for perf report --kallsyms, and NAME.txt, L1's CPU
+# time by thread).
 # It also keeps the last host debugfs "queues" file of ours that showed
 # SQ/CQ in $l2dir/host-queues.sqcq (every 5 s), for the checks after L2.
 watch_l2() {
 	local what ans i=0 f
-	while sleep 0.5; do
+	# nap, not sleep: under TCG each start of /bin/sleep costs L1 tens of
+	# ms of CPU, twice a second taken from the I/O path being measured.
+	while :; do
+		nap 0.5
 		if [ "$MOD" = vhost_scsi_sqcq ] && [ $((++i % 10)) = 0 ]; then
 			for f in /sys/kernel/debug/$MOD/dev*/queues; do
 				grep -qs '^mode: sqcq' "$f" && cp "$f" "$l2dir/host-queues.sqcq" 2>/dev/null
 			done
 		fi
-		for what in add del idle sqcq0 sqcq1 stopcont stat exits; do
+		for what in add del idle sqcq0 sqcq1 stopcont stat exits perfon perfoff; do
 			[ -e "$l2dir/hotplug-$what.req" ] || continue
+			read -r pname <"$l2dir/hotplug-$what.req"
 			rm -f "$l2dir/hotplug-$what.req"
 			# Let L2 start watching before the event goes out.
-			[ "$what" = stat ] || [ "$what" = exits ] || sleep 1
+			case $what in stat | exits | perf*) ;; *) sleep 1 ;; esac
 			if [ "$what" = stat ]; then
 				ans=$(l1_stat)
 			elif [ "$what" = exits ]; then
 				ans=$(bash "$ROOT/bench/l1-exits.sh" 2>&1)
+			elif [ "$what" = perfon ]; then
+				ans=$(perf_on "$pname")
+			elif [ "$what" = perfoff ]; then
+				ans=$(perf_off)
 			elif [ "$what" = idle ]; then
 				ans=$(host_idle_ticks "${CMP_IDLE_S:-3}" 2>&1)
 			elif [ "$what" = stopcont ]; then
@@ -368,9 +419,10 @@ log "starting L2: ${qargs[*]}"
 # stops while L1 runs on): end its QEMU instead of waiting for the timeout.
 watch_l2_stall() {
 	local last now
-	while sleep 10; do
+	while :; do
+		nap 10
 		last=$(stat -c %Y "$l2dir/heartbeat" 2>/dev/null) || continue
-		now=$(date +%s)
+		printf -v now '%(%s)T' -1
 		[ $((now - last)) -ge "${E2E_L2_STALL_S:-180}" ] || continue
 		echo "$((now - last))" >"$l2dir/stalled"
 		log "L2 stalled (no heartbeat for $((now - last)) s), ending its QEMU"
