@@ -108,6 +108,16 @@ l1_exits() {
 		[[ "$t" =~ ^[a-z0-9_:]+=[0-9]+$ ]] || { log "l1-exits answered: $REPLY"; REPLY=""; return 1; }
 	done
 }
+# majflt: REPLY = L2's major page faults so far (/proc/vmstat): a nested
+# guest short of memory drops the text of its programs and reads it again
+# over 9p, work for L1's QEMU threads in the middle of a point.
+majflt() {
+	local k v
+	REPLY=0
+	while read -r k v; do
+		[ "$k" = pgmajfault ] && { REPLY=$v; return 0; }
+	done </proc/vmstat
+}
 # l1_req WHAT [TEXT]: ask L1 (hotplug-WHAT.req holding TEXT) and wait up
 # to 60 s for its answer; status 1 (and a log line) unless it says ok.
 l1_req() {
@@ -310,7 +320,7 @@ declare -A points_bad points_ok
 points() {
 	local mode=$1 round=$2 p rw qd nj out st iops e0 b0 e1 b1 ex bz
 	local -a l0 l1 g0 g1
-	local why i x0 xd tag kk
+	local why i x0 xd tag kk m0 mf
 	local eng name engine
 	for p in $POINTS; do
 		IFS=: read -r rw qd nj eng <<<"$p"
@@ -330,6 +340,8 @@ points() {
 		x0=-
 		l1_exits && x0=$REPLY
 		out=/tmp/cmp-$mode-${name/\//-}-$qd-$nj.terse
+		majflt
+		m0=$REPLY
 		[ "${CMP_PERF:-0}" != 0 ] && l1_req perfon "$mode-${name/\//-}-$qd-$nj-r$round"
 		timeout -k 5 $((RT + 60)) fio --minimal --name=cmp --filename="$DISK" \
 			"${engine[@]}" --direct=1 --rw="$rw" --bs=4k --iodepth="$qd" \
@@ -337,6 +349,8 @@ points() {
 			--size=16m --randrepeat=0 >"$out" 2>/dev/null
 		st=$?
 		[ "${CMP_PERF:-0}" != 0 ] && l1_req perfoff
+		majflt
+		mf=$((REPLY - m0))
 		xd=""
 		if [ "$x0" != - ] && l1_exits && exits_delta "$x0" "$REPLY"; then
 			xd=$REPLY
@@ -385,6 +399,7 @@ points() {
 		[ "$mode" = intree ] && kk=-
 		echo "cmp $tag $name $qd $nj $iops $((REQS - r0)) $kk $((IRQS - i0)) $ex $bz $round$why"
 		[ -z "$xd" ] || echo "cmp-exits $tag $name $qd $nj $round $((REQS - r0)) $xd"
+		echo "cmp-faults $tag $name $qd $nj $round $((REQS - r0)) $mf"
 	done
 }
 

@@ -441,7 +441,7 @@ l2rc=0
 # in the nested guest (run.sh builds that initramfs into the shared cache).
 SQCQ_VM_INITRD_EXTRA=${E2E_L2_INITRD_EXTRA:-scsi_mod sd_mod} \
 	"${l2_pin[@]}" "${l2_via[@]}" "$ROOT/tests/vm/nested.sh" --timeout "${E2E_L2_TIMEOUT:-900}" --results "$l2dir" \
-	--smp "${E2E_L2_SMP:-1}" --kernel "${E2E_L2_ABI:-$SQCQ_ABI}" \
+	--smp "${E2E_L2_SMP:-1}" --mem "${E2E_L2_MEM:-256}" --kernel "${E2E_L2_ABI:-$SQCQ_ABI}" \
 	--append "$append" "${qargs[@]}" \
 	--env "E2E_SLOT_A=$SLOT_A" --env "E2E_SLOT_B=$slot_b" --env "E2E_TPGT=$TPGT" \
 	--env "E2E_FIO_SIZE=${E2E_FIO_SIZE:-32m}" --env "E2E_MIN_IOS=${E2E_MIN_IOS:-10000}" \

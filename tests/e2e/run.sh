@@ -54,6 +54,7 @@
 # L2 runs under KVM in L1 when it can (tests/vm/nested.sh;
 # SQCQ_VM_NESTED_ACCEL=tcg forces TCG inside TCG, far slower).  Passed on to
 # L1 and L2: E2E_GUEST_PARAMS, E2E_HOST_PARAMS (insmod parameters), E2E_L2_SMP,
+# E2E_L2_MEM (the nested guest's MiB, default 256),
 # E2E_RESET=0 (no device reset under load), E2E_RTHOG=0 (no SCHED_FIFO
 # loops under fio in L2), E2E_VIOMMU=0 (no second L2 beside a vIOMMU),
 # E2E_POLL_PHASES=0 (none of the guest poller's phases), E2E_MIGRATE=1 (an
@@ -249,7 +250,7 @@ attempt() {
 			--env "E2E_POLL_PHASES=${E2E_POLL_PHASES:-1}" --env "E2E_GUEST_HOG=${E2E_GUEST_HOG:-1}" --env "E2E_L2_VIA=$via" \
 			--env "E2E_HIPRI=${E2E_HIPRI:-0}" \
 			--env "E2E_MIGRATE=${E2E_MIGRATE:-0}" --env "E2E_MIGRATE_S=${E2E_MIGRATE_S:-}" \
-			--env "E2E_L2_SMP=${E2E_L2_SMP:-1}" --env "E2E_L2_STALL_S=${E2E_L2_STALL_S:-180}" \
+			--env "E2E_L2_SMP=${E2E_L2_SMP:-1}" --env "E2E_L2_MEM=${E2E_L2_MEM:-256}" --env "E2E_L2_STALL_S=${E2E_L2_STALL_S:-180}" \
 			--env "E2E_L2_SCRIPT=${E2E_L2_SCRIPT:-tests/e2e/l2.sh}" \
 			--env "E2E_L2_QEMU_SUITE=$l2_qemu" --env "E2E_L2_QEMU=$l2_qemu_cmd" \
 			--env "E2E_L2_QBOOT=$l2_qboot" --env "E2E_L2_VHOST_OPTS=${E2E_L2_VHOST_OPTS:-}" \
