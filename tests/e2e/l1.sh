@@ -230,7 +230,7 @@ perf_on() {
 	local ev=(-g -F 499)
 	case ${CMP_PERF:-0} in
 	1) ;;
-	sched) ev=(-e sched:sched_switch -e sched:sched_wakeup) ;;
+	sched) ev=(-g -e sched:sched_switch -e sched:sched_wakeup) ;;
 	*) echo "CMP_PERF is neither 1 nor sched"; return ;;
 	esac
 	command -v perf >/dev/null || { echo "no perf in L1"; return; }
