@@ -96,14 +96,7 @@ l1_exits() {
 	local t
 	REPLY=""
 	[ "$EXITS_OK" = 1 ] || return 1
-	rm -f "$SQCQ_RESULTS/hotplug-exits.done"
-	: >"$SQCQ_RESULTS/hotplug-exits.req"
-	if ! wait_for 30 test -e "$SQCQ_RESULTS/hotplug-exits.done"; then
-		rm -f "$SQCQ_RESULTS/hotplug-exits.req"
-		return 1
-	fi
-	read -r REPLY <"$SQCQ_RESULTS/hotplug-exits.done"
-	rm -f "$SQCQ_RESULTS/hotplug-exits.done"
+	l1_ask exits 30 || { REPLY=""; return 1; }
 	for t in $REPLY; do
 		[[ "$t" =~ ^[a-z0-9_:]+=[0-9]+$ ]] || { log "l1-exits answered: $REPLY"; REPLY=""; return 1; }
 	done
@@ -117,16 +110,6 @@ majflt() {
 	while read -r k v; do
 		[ "$k" = pgmajfault ] && { REPLY=$v; return 0; }
 	done </proc/vmstat
-}
-# l1_req WHAT [TEXT]: ask L1 (hotplug-WHAT.req holding TEXT) and wait up
-# to 60 s for its answer; status 1 (and a log line) unless it says ok.
-l1_req() {
-	rm -f "$SQCQ_RESULTS/hotplug-$1.done"
-	echo "${2:-}" >"$SQCQ_RESULTS/hotplug-$1.req"
-	wait_for 60 test -e "$SQCQ_RESULTS/hotplug-$1.done" || { log "L1 did not answer $1"; return 1; }
-	read -r REPLY <"$SQCQ_RESULTS/hotplug-$1.done"
-	rm -f "$SQCQ_RESULTS/hotplug-$1.done"
-	[ "$REPLY" = ok ] || { log "L1 answered $1: $REPLY"; return 1; }
 }
 # exits_delta BEFORE AFTER: REPLY = "reason=delta ..." of two l1_exits
 # answers, reasons without exits left out (a reason missing from BEFORE
@@ -342,13 +325,13 @@ points() {
 		out=/tmp/cmp-$mode-${name/\//-}-$qd-$nj.terse
 		majflt
 		m0=$REPLY
-		[ "${CMP_PERF:-0}" != 0 ] && l1_req perfon "$mode-${name/\//-}-$qd-$nj-r$round"
+		[ "${CMP_PERF:-0}" != 0 ] && ask_l1 perfon "$mode-${name/\//-}-$qd-$nj-r$round"
 		timeout -k 5 $((RT + 60)) fio --minimal --name=cmp --filename="$DISK" \
 			"${engine[@]}" --direct=1 --rw="$rw" --bs=4k --iodepth="$qd" \
 			--numjobs="$nj" --group_reporting --time_based --runtime="$RT" \
 			--size=16m --randrepeat=0 >"$out" 2>/dev/null
 		st=$?
-		[ "${CMP_PERF:-0}" != 0 ] && l1_req perfoff
+		[ "${CMP_PERF:-0}" != 0 ] && ask_l1 perfoff
 		majflt
 		mf=$((REPLY - m0))
 		xd=""
@@ -455,10 +438,8 @@ idle_sample() {
 	else
 		fail "sqcq guest poll thread not found"
 	fi
-	: >"$SQCQ_RESULTS/hotplug-idle.req"
-	if wait_for $((IDLE_S + 30)) test -e "$SQCQ_RESULTS/hotplug-idle.done"; then
-		read -r ans <"$SQCQ_RESULTS/hotplug-idle.done"
-		echo "cmp-idle host $ans $IDLE_S"
+	if l1_ask idle $((IDLE_S + 30)); then
+		echo "cmp-idle host $REPLY $IDLE_S"
 	else
 		fail "sqcq host idle sample (L1 did not answer)"
 	fi

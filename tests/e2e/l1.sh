@@ -226,7 +226,7 @@ l1_stat() {
 # Only one profile runs at a time; its pid and name are kept in files, as
 # each request is answered in a subshell.
 perf_on() {
-	local name=${1//[^A-Za-z0-9_.-]/_}
+	local name=${1//[^A-Za-z0-9_.-]/_} n
 	local ev=(-g -F 499)
 	case ${CMP_PERF:-0} in
 	1) ;;
@@ -239,7 +239,7 @@ perf_on() {
 	perf record -a "${ev[@]}" -o "/tmp/perf-$name.data" >/dev/null 2>&1 7>&- &
 	echo "$! $name" >/tmp/perf-current
 	# perf writes its header once it has set up every CPU's buffer.
-	for _ in $(seq 20); do
+	for ((n = 0; n < 20; n++)); do
 		[ -s "/tmp/perf-$name.data" ] && break
 		nap 0.5
 	done

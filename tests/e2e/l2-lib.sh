@@ -111,14 +111,30 @@ scsi_host() {
 	done
 	return 1
 }
+# l1_ask WHAT SECONDS [TEXT]: hand L1 a request (hotplug-WHAT.req, holding
+# TEXT; tests/e2e/l1.sh's watch_l2 answers it) and wait up to SECONDS for
+# its answer, hotplug-WHAT.done (an older answer is removed first, so a
+# request may be repeated): REPLY = its first line, the file stays for
+# callers that read more of it.  Status 1 when none came; the request is
+# then withdrawn.
+l1_ask() {
+	rm -f "$SQCQ_RESULTS/hotplug-$1.done"
+	echo "${3:-}" >"$SQCQ_RESULTS/hotplug-$1.req" || return 1
+	if ! wait_for "$2" test -e "$SQCQ_RESULTS/hotplug-$1.done"; then
+		rm -f "$SQCQ_RESULTS/hotplug-$1.req"
+		return 1
+	fi
+	read -r REPLY <"$SQCQ_RESULTS/hotplug-$1.done"
+}
+# ask_l1 WHAT [TEXT]: a request L1 carries out (l1_ask, 60 s), answered
+# "ok" or why it failed; status 1 (and a log line) unless ok.
+ask_l1() {
+	l1_ask "$1" 60 "${2:-}" || { log "L1 did not answer $1"; return 1; }
+	[ "$REPLY" = ok ] || { log "L1: $1: $REPLY"; return 1; }
+}
 # l1_stat: REPLY = "EXITS BUSY IDLE CONTENDED YIELDS" from L1 (its KVM exit
 # count, the busy clock ticks of all its CPUs, the host pollers' sleeps
 # and yields), or dashes when L1 does not answer.
 l1_stat() {
-	rm -f "$SQCQ_RESULTS/hotplug-stat.done"
-	: >"$SQCQ_RESULTS/hotplug-stat.req"
-	REPLY="- - - - -"
-	wait_for 30 test -e "$SQCQ_RESULTS/hotplug-stat.done" || return 1
-	read -r REPLY <"$SQCQ_RESULTS/hotplug-stat.done"
-	rm -f "$SQCQ_RESULTS/hotplug-stat.done"
+	l1_ask stat 30 || { REPLY="- - - - -"; return 1; }
 }

@@ -143,17 +143,6 @@ load_started() {
 	return 1
 }
 
-# ask_l1 WHAT: hand a request to L1 (hotplug-WHAT.req) and wait for its
-# answer (hotplug-WHAT.done: "ok" or why it failed).
-ask_l1() {
-	local what=$1 ans=""
-	: >"$SQCQ_RESULTS/hotplug-$what.req" || return 1
-	wait_for 60 test -e "$SQCQ_RESULTS/hotplug-$what.done" ||
-		{ log "L1 did not answer $what"; return 1; }
-	read -r ans <"$SQCQ_RESULTS/hotplug-$what.done"
-	[ "$ans" = ok ] || { log "L1: $what: $ans"; return 1; }
-}
-
 read -r up _ </proc/uptime
 log "kernel $SQCQ_KVER, uptime ${up}s, guest driver $GUEST"
 
