@@ -38,7 +38,7 @@ set -euo pipefail
 
 # shellcheck source=tests/lib/stage.sh
 . "$(dirname "${BASH_SOURCE[0]}")/../lib/stage.sh"
-id=6.1 ko="" hotplug=1 iommu=1 timeout_s=900
+id=6.1 ko="" hotplug=1 iommu=1 timeout_s=480
 stage_opt() {
 	case "$1" in
 	--no-monitor) hotplug=0; STAGE_SHIFT=1 ;;
@@ -48,6 +48,8 @@ stage_opt() {
 }
 stage_init guest "kernel ko timeout" "$@"
 stage_module guest
+# shellcheck source=tests/lib/verdict.sh
+. tests/lib/verdict.sh
 # fio runs inside the VM from this machine's root; a fresh machine may have
 # empty package lists, so update once if the first install fails.
 # A lean build of the same fio (tests/lib/fio.sh: Debian's loads 64
@@ -173,11 +175,28 @@ if [ "$hotplug" = 1 ]; then
 	watch_monitor &
 	watch_pid=$!
 fi
-rc=0
-tests/vm/run.sh --kernel "$id" --smp 2 --mem 1024 --timeout "$timeout_s" \
-	--append " modprobe.blacklist=virtio_scsi" --results "$work/results" \
-	--env "SQCQ_GUEST_MONITOR=$hotplug" --env SQCQ_GUEST_EIO_DISK=3 "${qargs[@]}" \
-	-- tests/guest/inside.sh /run/sqcq/out/virtio_scsi_sqcq.ko || rc=$?
+# The main VM. One the emulator froze or reset with a clean console
+# (sqcq_emulator_break: no check of ours failed, no kernel report; a CI run
+# of 2026-12-07 froze on 6.1-rt as inside.sh switched the tracepoints on,
+# a live text patch) runs once more: a REPEAT line says why, and the first
+# attempt's output stays in $work/attempt1.out, out of the report.
+# inside.sh takes about 130 s; the timeout leaves it 3-4 times that.
+for attempt in 1 2; do
+	rc=0
+	tests/vm/run.sh --kernel "$id" --smp 2 --mem 1024 --timeout "$timeout_s" \
+		--append " modprobe.blacklist=virtio_scsi" --results "$work/results" \
+		--env "SQCQ_GUEST_MONITOR=$hotplug" --env SQCQ_GUEST_EIO_DISK=3 "${qargs[@]}" \
+		-- tests/guest/inside.sh /run/sqcq/out/virtio_scsi_sqcq.ko >"$work/main.out" 2>&1 || rc=$?
+	if [ "$rc" != 0 ] && [ "$attempt" = 1 ] && sqcq_emulator_break "$work/main.out"; then
+		mv "$work/main.out" "$work/attempt1.out"
+		rm -f "$work/results/monitor-request" "$work/results/monitor-done"
+		last=$(grep -a '^guest-test: ' "$work/attempt1.out" | tail -n 1 | tr -d '\r')
+		echo "REPEAT: guest $id: $sqcq_break_why, its last line: ${last:-none}; the main VM once more"
+		continue
+	fi
+	cat "$work/main.out"
+	break
+done
 
 # side_vm NAME TIMEOUT APPEND SCRIPT QEMU-ARG...: one more VM with the
 # driver's copy in its own results directory (results-NAME), running

@@ -34,7 +34,7 @@ t_vm_host_switch() {
 		"$PKG_REPO"/tests/host/client.c "$PKG_REPO"/tests/host/client-lib.c \
 		"$PKG_REPO"/tests/host/phase-*.c || { bad "host client does not build"; return 1; }
 	hs_l2_initrd || { bad "host switch: the libvirt guest's initramfs"; return 1; }
-	# A boot the emulator broke (hs_emulator_break) runs the three boots
+	# A boot the emulator broke (sqcq_emulator_break) runs the three boots
 	# again on a fresh disk, once; its output stays in attempt1/, out of
 	# the report, and a REPEAT line says why.
 	for attempt in 1 2; do
@@ -45,28 +45,16 @@ t_vm_host_switch() {
 		fi
 		mkdir -p "$hs_dir/attempt1"
 		mv "$hs_dir"/boot*.out "$hs_dir/attempt1/"
-		echo "REPEAT: pkg host-switch: boot $hs_broken: $hs_why; the three boots again on a fresh disk" |
+		echo "REPEAT: pkg host-switch: boot $hs_broken: $sqcq_break_why; the three boots again on a fresh disk" |
 			tee -a "$hs_dir/repeat.txt"
 	done
 	[ "$rc" = 0 ]
 }
 
-# hs_emulator_break OUT: the boot whose output is OUT ended without
-# COMMAND's status (killed at the timeout, or gone) with nothing of ours
-# failed and no kernel report (tests/vm/run.sh prints FAIL: vm-kernel-log
-# for one): the emulator froze or reset the VM, as it does now and then
-# under a KVM guest (docs/testing-notes.md).  hs_why says which.
-hs_emulator_break() {
-	local fails
-	fails=$(tr -d '\r' <"$1" | grep -E '^FAIL: ')
-	grep -qE '^FAIL: (vm-timeout|vm-boot) ' <<<"$fails" || return 1
-	! grep -vqE '^FAIL: (vm-timeout|vm-boot) ' <<<"$fails" || return 1
-	hs_why="the VM froze or reset with a clean console ($(grep -E -m 1 '^FAIL: ' <<<"$fails" | cut -c7-))"
-}
-
-# t_hs_verdict: hs_emulator_break on made-up boot outputs: a timeout or a
-# silent exit with a clean console is the emulator's; beside a failed
-# check of ours or a kernel report, or with the boot's status there, not.
+# t_hs_verdict: sqcq_emulator_break (tests/lib/verdict.sh) on made-up
+# boot outputs: a timeout or a silent exit with a clean console is the
+# emulator's; beside a failed check of ours or a kernel report, or with
+# the boot's status there, not.
 t_hs_verdict() {
 	local t=/tmp/hs-verdict.$$ n=0 c got
 	local -a w
@@ -79,12 +67,12 @@ t_hs_verdict() {
 		"check|no|FAIL: pkg host-switch boot 3: restore"; do
 		IFS='|' read -r -a w <<<"$c"
 		printf '%s\r\n' "${w[@]:2}" >"$t"
-		if hs_emulator_break "$t"; then got=yes; else got=no; fi
-		if [ "$got" = "${w[1]}" ]; then n=$((n + 1)); else bad "hs_emulator_break ${w[0]}: $got, want ${w[1]}"; fi
+		if sqcq_emulator_break "$t"; then got=yes; else got=no; fi
+		if [ "$got" = "${w[1]}" ]; then n=$((n + 1)); else bad "sqcq_emulator_break ${w[0]}: $got, want ${w[1]}"; fi
 	done
 	rm -f "$t"
 	[ "$n" = 5 ] || return 1
-	ok "hs_emulator_break: 5 made-up boots judged as they must be"
+	ok "sqcq_emulator_break: 5 made-up boots judged as they must be"
 }
 
 # hs_boots: the three boots on a fresh state disk.  Status 0: all passed;
@@ -104,7 +92,7 @@ hs_boots() {
 			>"$hs_dir/boot$b.out" 2>&1
 		st=$?
 		cat "$hs_dir/boot$b.out"
-		if [ "$st" != 0 ] && hs_emulator_break "$hs_dir/boot$b.out"; then
+		if [ "$st" != 0 ] && sqcq_emulator_break "$hs_dir/boot$b.out"; then
 			hs_broken=$b
 			return 2
 		fi

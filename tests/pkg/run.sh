@@ -72,6 +72,8 @@ set -uo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=tests/pkg/lib.sh
 . "$here/lib.sh"
+# shellcheck source=tests/lib/verdict.sh
+. "$here/../lib/verdict.sh"
 top=$PKG_REPO
 out="$top/out/pkg"
 ver=$(tr -d ' \n' <"$top/VERSION")
