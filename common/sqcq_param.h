@@ -23,8 +23,10 @@
 #include <linux/moduleparam.h>
 #include <linux/sched.h>
 #include <linux/sched/isolation.h>
+#include <linux/sched/stat.h>
 #include <linux/seq_file.h>
 #include <linux/spinlock.h>
+#include <linux/timekeeping.h>
 
 #include "sqcq_poll.h"
 
@@ -172,6 +174,28 @@ static inline u64 sqcq_poll_window(u64 cur_ns)
 	if (!READ_ONCE(sqcq_poll_adaptive))
 		return ceil;
 	return min(cur_ns, ceil);
+}
+
+/*
+ * The end of every poller's pass (host and guest alike): a pass that found
+ * @work adapts *@window_ns to the gap since *@last and moves *@last to now
+ * (sqcq_poll_work_at()); then sqcq_poll_decide() answers from that, from
+ * whether another task wants this CPU, whether the previous pass yielded
+ * (@yielded), @stolen, and whether the idle window is over.  *@why is set
+ * when the answer is SQCQ_POLL_SLEEP.
+ */
+static inline enum sqcq_poll_step
+sqcq_poll_next(u64 *window_ns, u64 *last, bool work, bool yielded,
+	       bool stolen, enum sqcq_sleep_reason *why)
+{
+	u64 now = ktime_get_ns();
+
+	if (work)
+		sqcq_poll_work_at(window_ns, last, now);
+	return sqcq_poll_decide(work, need_resched() || !single_task_running(),
+				yielded, stolen,
+				now - *last >= sqcq_poll_window(*window_ns),
+				why);
 }
 
 /* The @k-th CPU of @mask, modulo its weight; nr_cpu_ids when it is empty. */

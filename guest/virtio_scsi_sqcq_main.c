@@ -2008,7 +2008,7 @@ static void virtscsi_trace_wake(struct virtscsi_dev *dev)
 static int virtscsi_poll_fn(void *data)
 {
 	struct virtscsi_dev *dev = data;
-	u64 last = ktime_get_ns(), now;
+	u64 last = ktime_get_ns();
 	struct virtscsi_steal steal = { .cpu = -1 };
 	enum sqcq_poll_step step = SQCQ_POLL_SPIN;
 	enum sqcq_sleep_reason why = SQCQ_SLEEP_IDLE;
@@ -2039,19 +2039,13 @@ static int virtscsi_poll_fn(void *data)
 		work = virtscsi_poll_cq(dev, &stopped);
 		if (unlikely(stopped))
 			break;
-		now = ktime_get_ns();
+		step = sqcq_poll_next(&dev->poll_window_ns, &last, work,
+				      step == SQCQ_POLL_YIELD,
+				      virtscsi_stolen(&steal), &why);
 		if (work) {
-			sqcq_poll_work_at(&dev->poll_window_ns, &last, now);
 			WRITE_ONCE(dev->poll_last_ns, last);
 			sqcq_fault_poll_hog();	/* test builds only */
 		}
-		step = sqcq_poll_decide(work,
-					need_resched() || !single_task_running(),
-					step == SQCQ_POLL_YIELD,
-					virtscsi_stolen(&steal),
-					now - last >=
-					sqcq_poll_window(dev->poll_window_ns),
-					&why);
 		if (step == SQCQ_POLL_YIELD) {
 			virtscsi_poll_yield(dev);
 			continue;

@@ -595,9 +595,9 @@ static int vhost_poll_group_fn(void *data)
 {
 	struct vhost_poll_group *g = data;
 	int gen, bound_gen = atomic_read(&sqcq_poll_cpu_gen) - 1;
-	u64 last = ktime_get_ns(), now;
+	u64 last = ktime_get_ns();
 	enum sqcq_sleep_reason why = SQCQ_SLEEP_IDLE;
-	bool work, contended, yielded = false, rebind = false;
+	bool work, yielded = false, rebind = false;
 	struct vhost_dev *dev, *tmp;
 	enum sqcq_poll_step step;
 
@@ -644,17 +644,12 @@ static int vhost_poll_group_fn(void *data)
 				vhost_sqcq_awake(dev);
 			work |= vhost_poll_group_scan(g, dev);
 		}
-		now = ktime_get_ns();
 		/* A worker that parked after serving found work too. */
 		if (g->work_ns > last)
 			sqcq_poll_work_at(&g->window_ns, &last, g->work_ns);
-		if (work)
-			sqcq_poll_work_at(&g->window_ns, &last, now);
 		/* The policy of every poller (common/sqcq_poll.h). */
-		contended = need_resched() || !single_task_running();
-		step = sqcq_poll_decide(work, contended, yielded, false,
-					now - last >=
-					sqcq_poll_window(g->window_ns), &why);
+		step = sqcq_poll_next(&g->window_ns, &last, work, yielded,
+				      false, &why);
 		yielded = step == SQCQ_POLL_YIELD;
 		if (step == SQCQ_POLL_SLEEP) {
 			vhost_poll_group_let_go(g, why);
@@ -1003,9 +998,9 @@ void vhost_sqcq_poll_run(struct vhost_worker *w)
 {
 	struct vhost_dev *dev = w->dev;
 	int bound_gen = atomic_read(&sqcq_poll_cpu_gen) - 1;
-	u64 last = ktime_get_ns(), now;
+	u64 last = ktime_get_ns();
 	enum sqcq_sleep_reason why = SQCQ_SLEEP_IDLE;
-	bool work, contended, yielded = false, served = true;
+	bool work, yielded = false, served = true;
 	bool woke = false, parked = false;
 	enum sqcq_poll_step step;
 	int gen;
@@ -1070,15 +1065,8 @@ void vhost_sqcq_poll_run(struct vhost_worker *w)
 			why = SQCQ_SLEEP_IDLE;
 			step = work ? SQCQ_POLL_SPIN : SQCQ_POLL_SLEEP;
 		} else {
-			now = ktime_get_ns();
-			if (work)
-				sqcq_poll_work_at(&dev->poll_window_ns, &last,
-						  now);
-			contended = need_resched() || !single_task_running();
-			step = sqcq_poll_decide(work, contended, yielded, false,
-						now - last >=
-						sqcq_poll_window(dev->poll_window_ns),
-						&why);
+			step = sqcq_poll_next(&dev->poll_window_ns, &last, work,
+					      yielded, false, &why);
 		}
 		yielded = step == SQCQ_POLL_YIELD;
 		if (step == SQCQ_POLL_YIELD) {
