@@ -115,6 +115,34 @@ attempt lockup-then-trampoline
 cp "$tmp/trampoline/log" "$d/log"
 printf 'booting\n%s\n%s\n' "$lockup" "$tramp" >"$d/results/l2/console.log"
 expect_ours "a lockup, then the trampoline fault"
+# A migrated L2 that died of the emulator's double fault on a user stack
+# (the takeover pair's migration test, CI of 2026-12-07, late): its three
+# FAIL lines are what its death leaves.
+mig_fails='FAIL: e2e takeover/intree migrate sqcq: L2 did not end on C
+FAIL: e2e takeover/intree migrate sqcq: verified I/O across both moves (no result; no mismatch)
+FAIL: e2e takeover/intree migrate sqcq: L2'"'"'s kernel log clean ([   66.804592] Call Trace:)'
+mig_dfault='[   66.802712] traps: PANIC: double fault, error_code: 0x0
+[   66.804562] double fault: 0000 [#1] PREEMPT SMP NOPTI
+[   66.804592] CPU: 0 PID: 126 Comm: migrate-verify Tainted: G           OE      6.1.0-57-amd64 #1
+[   66.804592] RIP: 0010:exc_page_fault+0x7/0x170
+[   66.804592] RSP: 0018:00007ff8e8ed6000 EFLAGS: 00000083
+[   66.804592] Call Trace:
+[   66.804592] Kernel panic - not syncing: Fatal exception in interrupt'
+# mig_attempt NAME FAILS CONSOLE-C: such an attempt.
+mig_attempt() {
+	attempt "$1"
+	mkdir -p "$d/results/migrate-sqcq"
+	printf '%s\n%s\n' "$ok_lines" "$2" >"$d/log"
+	printf 'verify: t=58 ios=56348 bad=0 errors=0\n%s\n' "$3" >"$d/results/migrate-sqcq/console-C.log"
+}
+mig_attempt migrate-dfault "$mig_fails" "$mig_dfault"
+expect_repeat "a migrated L2's double fault on a user stack"
+mig_attempt migrate-dfault-mismatch "${mig_fails/no mismatch/verify: block 812 mismatch}" "$mig_dfault"
+expect_ours "a verify mismatch, then the migrated L2's double fault"
+mig_attempt migrate-lockup-dfault "$mig_fails" "$lockup"$'\n'"$mig_dfault"
+expect_ours "a lockup of ours, then the migrated L2's double fault"
+mig_attempt migrate-oops "$mig_fails" "${mig_dfault//traps: PANIC: double fault/BUG: kernel NULL pointer dereference}"
+expect_ours "a migrated L2's oops that is no double fault"
 # A double fault with an all-zero frame (the benchmark's L2, 2026-12-04).
 nullframe='[ 107.09] traps: PANIC: double fault, error_code: 0x0
 [ 107.09] double fault: 0000 [#1] PREEMPT SMP NOPTI

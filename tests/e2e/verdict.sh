@@ -280,12 +280,30 @@ console_report() {
 		grep -aE "$SQCQ_VM_LOG_BAD" >/dev/null
 }
 
+# The FAIL lines of a live migration test (tests/e2e/l1-migrate.sh) that
+# its L2's death leaves: the guest did not end, its verifier printed no
+# result (and found no mismatch before), its console holds a report. Not
+# the emulator's unless that console shows an emulator double fault
+# (migrate_double_fault), and the report before it is searched as every
+# other console's.
+E2E_MIGRATE_DEATH_FAILS="^FAIL: e2e .* migrate (sqcq|classic): (L2 did not end on [ABC]|verified I/O across both moves \(no result; no mismatch\)|L2's kernel log clean \(.*\))$"
+# migrate_double_fault DIR: a migrated L2's console in DIR's results shows
+# an emulator double fault (emulator_double_fault).
+migrate_double_fault() {
+	local c
+	for c in "$1"/results/migrate-*/console-[ABC].log; do
+		[ -s "$c" ] && emulator_double_fault "$c" && return 0
+	done
+	return 1
+}
+
 e2e_emulator_fault() {
-	local dir=$1 log=$1/log own c df=1 lk rs ii us frozen=0
+	local dir=$1 log=$1/log own c df=1 lk rs ii us frozen=0 mdf=0
 	E2E_WHY=""
 	[ -s "$dir/stall" ] && frozen=1
+	migrate_double_fault "$dir" && mdf=1
 	lk=$(vcpu_run_lockup "$dir/results/console.log") || lk=$(vcpu_run_lockup "$log") || lk=""
-	emulator_double_fault "$log" || [ -n "$lk" ] || df=0
+	emulator_double_fault "$log" || [ -n "$lk" ] || [ "$mdf" = 1 ] || df=0
 	rs=$(rcu_stall_in_guest "$dir/results/console.log") || rs=""
 	[ -z "$rs" ] || df=1
 	us=$(uart_lock_spin "$dir/results/console.log") || us=$(uart_lock_spin "$log") || us=""
@@ -304,13 +322,14 @@ e2e_emulator_fault() {
 		{ if [ "$df" = 1 ]; then grep -v '^FAIL: vm-kernel-log '; else cat; fi } |
 		{ if [ "$ii" = 1 ]; then grep -vE "^FAIL: e2e .* l2-stalled \(kernel log: .*$E2E_LOCKDEP_RE\)$"; else cat; fi } |
 		{ if [ "$frozen" = 1 ]; then grep -vE "^FAIL: vm-kernel-log \(hung-task: $E2E_MM_HUNG"; else cat; fi } |
+		{ if [ "$mdf" = 1 ]; then grep -vE "$E2E_MIGRATE_DEATH_FAILS"; else cat; fi } |
 		head -n 1)
 	if [ -n "$own" ]; then
 		E2E_WHY="a test failed: $own"
 		return 1
 	fi
 	for c in "$dir/results/console.log" "$dir/results/l2/console.log" \
-		"$dir/results/viommu/console.log"; do
+		"$dir/results/viommu/console.log" "$dir"/results/migrate-*/console-[ABC].log; do
 		# The lockup dmesg showed is L1's: only L1's console has it.
 		[ "$c" = "$dir/results/console.log" ] || lk=""
 		if console_report "$c" "$lk" "$frozen"; then
@@ -324,6 +343,7 @@ e2e_emulator_fault() {
 	elif [ "$ii" = 1 ]; then E2E_WHY="an interrupt delivered with interrupts off (lockdep: the timer interrupt inside $E2E_IRQOFF_FUNCS, or an interrupt frame with IF clear; no frame of ours)"
 	elif [ -n "$us" ]; then E2E_WHY="a CPU of L1 spinning on a lock in the 8250 UART's interrupt handler (soft lockup or RCU stall, no frame of ours)"
 	elif [ -n "$rs" ]; then E2E_WHY="L1's CPU $rs stalled inside L2 (RCU stall: KVM's run loop in its NMI backtrace, or no answer to the NMI)"
+	elif [ "$mdf" = 1 ] && ! emulator_double_fault "$log"; then E2E_WHY="the emulated CPU's broken entry in a migrated L2 (a double fault on a user stack, in error_entry or with an all-zero frame, no frame of ours)"
 	elif [ "$df" = 1 ] && ! emulator_double_fault "$log"; then E2E_WHY="an L2 vCPU thread of L1 stuck in KVM_RUN (soft lockup, no frame of ours)"
 	elif [ "$df" = 1 ]; then E2E_WHY="the emulated CPU's broken entry (a double fault on a user stack, in error_entry or with an all-zero frame, or a fault in irqentry_enter on the entry trampoline)"
 	elif grep -aq '^FAIL: vm-boot (' "$log"; then E2E_WHY="L1 gone before COMMAND's status, no kernel report"
