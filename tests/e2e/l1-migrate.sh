@@ -95,6 +95,8 @@ mig_run() {
 	if ! wait_for 300 mig_grep A '^migrate-l2: (ready|end)'; then
 		fail "migrate $mig_kind: L2 did not start its I/O ($(tr -d '\r' <"$mig_dir/console-A.log" | tail -n 3 | tr '\n' ' '))"
 		kill "${mig_pid[A]}" 2>/dev/null
+		# Its console, for the verdict (migrate_boot_freeze).
+		cp -r "$mig_dir" "$SQCQ_RESULTS/migrate-$mig_kind" 2>/dev/null
 		return
 	fi
 	check "migrate $mig_kind: L2 ready ($(tr -d '\r' <"$mig_dir/console-A.log" | grep -a -m1 '^migrate-l2: ready'))" \

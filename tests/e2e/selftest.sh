@@ -143,6 +143,28 @@ mig_attempt migrate-lockup-dfault "$mig_fails" "$lockup"$'\n'"$mig_dfault"
 expect_ours "a lockup of ours, then the migrated L2's double fault"
 mig_attempt migrate-oops "$mig_fails" "${mig_dfault//traps: PANIC: double fault/BUG: kernel NULL pointer dereference}"
 expect_ours "a migrated L2's oops that is no double fault"
+# A migrated L2 that froze while booting, before its SCSI layer (CI of
+# 2026-12-07, late): repeated; frozen after its disk appeared, or with a
+# report, not.
+mig_boot='[    4.874598] virtio-pci 0000:00:08.0: enabling device (0000 -> 0003)
+[    4.960247] 9pnet: Installing 9P2000 support'
+mig_boot_attempt() {
+	attempt "$1"
+	# The sqcq run before it passed, its console kept.
+	mkdir -p "$d/results/migrate-classic" "$d/results/migrate-sqcq"
+	printf '%s\nmigrate-l2: end\n' "$mig_boot" >"$d/results/migrate-sqcq/console-A.log"
+	printf '%s\nFAIL: e2e takeover/intree migrate classic: L2 did not start its I/O (%s)\n' "$ok_lines" "${2//$'\n'/ }" >"$d/log"
+	printf '%s\n' "$2" >"$d/results/migrate-classic/console-A.log"
+}
+mig_boot_attempt migrate-boot-freeze "$mig_boot"
+expect_repeat "a migrated L2 frozen while booting, before its SCSI layer"
+mig_boot_attempt migrate-scan-freeze "$mig_boot"$'\n[    5.579061] SCSI subsystem initialized\n[    5.718109] scsi host0: Virtio SCSI HBA'
+expect_ours "a migrated L2 frozen in its SCSI scan"
+mig_boot_attempt migrate-boot-report "$mig_boot"$'\n'"$lockup"
+expect_ours "a migrated L2 with a report while booting"
+attempt migrate-boot-noconsole
+printf '%s\nFAIL: e2e takeover/intree migrate classic: L2 did not start its I/O (x)\n' "$ok_lines" >"$d/log"
+expect_ours "a migrated L2 that did not start, its console missing"
 # A double fault with an all-zero frame (the benchmark's L2, 2026-12-04).
 nullframe='[ 107.09] traps: PANIC: double fault, error_code: 0x0
 [ 107.09] double fault: 0000 [#1] PREEMPT SMP NOPTI
