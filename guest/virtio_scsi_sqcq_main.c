@@ -2039,13 +2039,13 @@ static int virtscsi_poll_fn(void *data)
 		work = virtscsi_poll_cq(dev, &stopped);
 		if (unlikely(stopped))
 			break;
+		if (work)
+			sqcq_fault_poll_hog();	/* test builds only */
 		step = sqcq_poll_next(&dev->poll_window_ns, &last, work,
 				      step == SQCQ_POLL_YIELD,
 				      virtscsi_stolen(&steal), &why);
-		if (work) {
+		if (work)
 			WRITE_ONCE(dev->poll_last_ns, last);
-			sqcq_fault_poll_hog();	/* test builds only */
-		}
 		if (step == SQCQ_POLL_YIELD) {
 			virtscsi_poll_yield(dev);
 			continue;
